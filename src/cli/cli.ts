@@ -1,0 +1,91 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { loadConfig } from '../config.js';
+import { createDatabase, type Database } from '../data/database.js';
+import { AppError } from '../lib/errors.js';
+import { OrgService } from '../modules/orgs/org-service.js';
+import { PLANS, SCOPES } from '../modules/orgs/tenant.js';
+import { fieldErrors } from '../lib/validation.js';
+
+const USAGE = `Usage: npm run cli -- <command> [options]
+
+  org:create --name NAME --plan free|pro|enterprise [--admin-email EMAIL ...]
+  key:create --org ORG_ID --scopes a,b,c [--name NAME]
+  key:revoke --id KEY_ID
+  org:plan   --org ORG_ID --plan free|pro|enterprise
+
+Scopes: ${SCOPES.join(', ')}`;
+
+const scopeList = z
+  .string()
+  .transform((value) => value.split(',').map((scope) => scope.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(SCOPES)).min(1));
+
+const commands = {
+  'org:create': {
+    options: { name: { type: 'string' }, plan: { type: 'string' }, 'admin-email': { type: 'string', multiple: true } },
+    schema: z.object({ name: z.string().min(1).max(200), plan: z.enum(PLANS), 'admin-email': z.array(z.email()).default([]) }),
+    run: (orgs: OrgService, args: { name: string; plan: (typeof PLANS)[number]; 'admin-email': string[] }) =>
+      orgs.createOrganization({ name: args.name, plan: args.plan, adminEmails: args['admin-email'] }),
+  },
+  'key:create': {
+    options: { org: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
+    schema: z.object({ org: z.string().min(1), scopes: scopeList, name: z.string().min(1).max(200).optional() }),
+    run: (orgs: OrgService, args: { org: string; scopes: (typeof SCOPES)[number][]; name?: string }) =>
+      orgs.createApiKey({ orgId: args.org, scopes: args.scopes, ...(args.name ? { name: args.name } : {}) }),
+  },
+  'key:revoke': {
+    options: { id: { type: 'string' } },
+    schema: z.object({ id: z.string().min(1) }),
+    run: (orgs: OrgService, args: { id: string }) => orgs.revokeApiKey(args.id),
+  },
+  'org:plan': {
+    options: { org: { type: 'string' }, plan: { type: 'string' } },
+    schema: z.object({ org: z.string().min(1), plan: z.enum(PLANS) }),
+    run: (orgs: OrgService, args: { org: string; plan: (typeof PLANS)[number] }) => orgs.setPlan(args.org, args.plan),
+  },
+} as const;
+
+export class CliError extends Error {}
+
+/** Runs one command against the database and returns what it prints as JSON. */
+export async function runCli(argv: string[], db: Database): Promise<unknown> {
+  const [name, ...rest] = argv;
+  const command = commands[name as keyof typeof commands];
+  if (!command) throw new CliError(name ? `Unknown command '${name}'.\n\n${USAGE}` : USAGE);
+
+  let values: unknown;
+  try {
+    ({ values } = parseArgs({ args: rest, options: command.options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}\n\n${USAGE}`);
+  }
+  const parsed = command.schema.safeParse(values);
+  if (!parsed.success) {
+    const problems = fieldErrors(parsed.error, name!).map((error) => `--${error.path}: ${error.message}`);
+    throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
+  }
+  const orgs = new OrgService(db);
+  try {
+    return await command.run(orgs, parsed.data as never);
+  } catch (error) {
+    if (error instanceof AppError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let db: Database | undefined;
+  try {
+    const config = loadConfig();
+    db = createDatabase(config.DATABASE_URL, 2);
+    const output = await runCli(argv, db);
+    process.stdout.write(`${JSON.stringify(output)}\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    await db?.$disconnect();
+  }
+}

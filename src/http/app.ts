@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { Services } from '../services.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { errorHandler, notFoundHandler } from './problem.js';
+import { mountRoutes } from './route.js';
+import { approvalRoutes } from './routes/approval-routes.js';
+import { policyRoutes } from './routes/policy-routes.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The API as an Express app, without listening: the server and the tests both start from here. */
+export function createApp(services: Services): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.use(
+    pinoHttp({
+      logger: services.logger,
+      genReqId: (req, res) => {
+        const incoming = req.headers['x-request-id'];
+        const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+        res.setHeader('x-request-id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+    }),
+  );
+
+  const routes = [...approvalRoutes(services.approvals), ...policyRoutes(services.policies)];
+  const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks = await services.checkReadiness();
+    res.status(checks.postgres && checks.redis ? 200 : 503).json({ status: checks.postgres && checks.redis ? 'ready' : 'unavailable', checks });
+  });
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument);
+  });
+
+  const api = express.Router();
+  mountRoutes(api, routes, (key) => services.orgs.authenticate(key));
+  app.use(api);
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,52 @@
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { z } from 'zod';
+import { AppError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
+
+export function problemType(code: ErrorCode): string {
+  return `urn:approval-gate:problem:${code}`;
+}
+
+function sendProblem(res: Response, status: number, code: ErrorCode, title: string, detail: string, errors?: FieldError[]): void {
+  if (status === 401) res.setHeader('www-authenticate', 'Bearer');
+  res
+    .status(status)
+    .type('application/problem+json')
+    .send(JSON.stringify({ type: problemType(code), title, status, detail, code, ...(errors ? { errors } : {}) }));
+}
+
+export const notFoundHandler: RequestHandler = (req) => {
+  throw new NotFoundError(`No route for ${req.method} ${req.path}.`);
+};
+
+/** The one place errors become responses; anything unexpected is logged and answered without internals. */
+export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  if (error instanceof ValidationError) {
+    return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
+  }
+  if (error instanceof AppError) {
+    return sendProblem(res, error.status, error.code, error.title, error.message);
+  }
+  const bodyError = error as { type?: string; status?: number };
+  if (bodyError.type === 'entity.too.large') {
+    return sendProblem(res, 413, 'payload_too_large', 'Payload too large', 'The request body exceeds 1 MB.');
+  }
+  if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) {
+    return sendProblem(res, 422, 'validation_failed', 'Validation failed', 'The request body could not be read.', [
+      { path: 'body', message: String((error as Error).message) },
+    ]);
+  }
+  req.log.error({ err: error }, 'unhandled error');
+  if (res.headersSent) return res.destroy();
+  sendProblem(res, 500, 'internal', 'Internal server error', 'The server failed to handle the request; it has been logged.');
+};

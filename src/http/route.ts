@@ -1,0 +1,134 @@
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { ForbiddenError, NotFoundError, PaymentRequiredError, ValidationError } from '../lib/errors.js';
+import { fieldErrors } from '../lib/validation.js';
+import type { Scope, Tenant } from '../modules/orgs/tenant.js';
+import { authenticate, tenantOf } from './authenticate.js';
+
+type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface RouteInput<B, Q, P> {
+  tenant: Tenant;
+  body: Infer<B>;
+  query: Infer<Q>;
+  params: Infer<P>;
+  /** Aborts when the client goes away, so long-running handlers can stop waiting. */
+  signal: AbortSignal;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+}
+
+/**
+ * One API operation: everything the middleware chain, the handler and the OpenAPI document need.
+ * The chain runs in the contract's order: authenticate (401), scope (403), plan and quota
+ * (402), then validation (422), then the handler.
+ */
+export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Express path syntax, e.g. `/v1/approvals/:id`. */
+  path: string;
+  summary: string;
+  scope: Scope;
+  /** Plans allowed to call this operation; others get 402. All plans when omitted. */
+  plans?: readonly Tenant['plan'][];
+  body?: B;
+  query?: Q;
+  params?: P;
+  /** What a path parameter that fails its schema means: no such resource (default), or bad input. */
+  invalidParams?: 'not_found' | 'validation_failed';
+  /** A 402 check that needs the raw body; runs after authorization, before validation. */
+  precheck?: (tenant: Tenant, rawBody: unknown) => Promise<void>;
+  responses: Record<number, ResponseSpec>;
+  handler: (input: RouteInput<B, Q, P>) => Promise<Reply>;
+}
+
+export type AnyRouteSpec = RouteSpec<any, any, any>;
+
+export function defineRoute<
+  B extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  P extends z.ZodType | undefined = undefined,
+>(spec: RouteSpec<B, Q, P>): RouteSpec<B, Q, P> {
+  return spec;
+}
+
+function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ValidationError(fieldErrors(result.error, root));
+  return result.data;
+}
+
+const BODY_LIMIT = '1mb';
+
+/**
+ * Parses any request body as JSON whatever its content type, and defers a malformed body to
+ * validation, so that it is reported as 422 and only after authorization has had its say.
+ */
+const jsonBodyParser = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+const malformedBodies = new WeakMap<Request, string>();
+
+function parseJsonBody(req: Request, res: Response, next: NextFunction): void {
+  jsonBodyParser(req, res, (error?: unknown) => {
+    const parseError = error as { type?: string; message?: string } | undefined;
+    if (parseError?.type === 'entity.parse.failed') {
+      malformedBodies.set(req, parseError.message ?? 'invalid JSON');
+      req.body = undefined;
+      return next();
+    }
+    next(error);
+  });
+}
+
+function requireAccess(spec: AnyRouteSpec): RequestHandler {
+  return async (req, res, next) => {
+    const tenant = tenantOf(res);
+    if (!tenant.scopes.has(spec.scope)) {
+      throw new ForbiddenError(`This API key lacks the '${spec.scope}' scope required by ${spec.method.toUpperCase()} ${spec.path}.`);
+    }
+    if (spec.plans && !spec.plans.includes(tenant.plan)) {
+      throw new PaymentRequiredError(`This operation needs the ${spec.plans.join(' or ')} plan; the organization is on ${tenant.plan}.`);
+    }
+    await spec.precheck?.(tenant, req.body);
+    next();
+  };
+}
+
+function handle(spec: AnyRouteSpec): RequestHandler {
+  return async (req, res) => {
+    let params: unknown;
+    if (spec.params) {
+      const result = (spec.params as z.ZodType).safeParse(req.params);
+      if (!result.success) {
+        if (spec.invalidParams === 'validation_failed') throw new ValidationError(fieldErrors(result.error, 'path'));
+        throw new NotFoundError(`No resource at ${req.path}.`);
+      }
+      params = result.data;
+    }
+    const malformed = malformedBodies.get(req);
+    if (malformed) throw new ValidationError([{ path: 'body', message: `Body is not valid JSON: ${malformed}` }]);
+    const body = spec.body ? parseOrThrow(spec.body as z.ZodType, req.body, 'body') : undefined;
+    const query = spec.query ? parseOrThrow(spec.query as z.ZodType, req.query, 'query') : undefined;
+
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const reply = await spec.handler({ tenant: tenantOf(res), body, query, params, signal: abort.signal });
+    if (res.writableEnded || abort.signal.aborted) return;
+    if (reply.body === undefined) res.status(reply.status).end();
+    else res.status(reply.status).json(reply.body);
+  };
+}
+
+export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], authenticator: Parameters<typeof authenticate>[0]): void {
+  for (const spec of specs) {
+    const chain: RequestHandler[] = [authenticate(authenticator), ...(spec.body ? [parseJsonBody] : []), requireAccess(spec), handle(spec)];
+    router[spec.method](spec.path, ...chain);
+  }
+}

@@ -1,0 +1,66 @@
+import type { PolicyService } from '../../modules/policies/policy-service.js';
+import {
+  policyDocumentSchema,
+  policyKeyParamsSchema,
+  policyListSchema,
+  policyViewSchema,
+} from '../../modules/policies/policy-schemas.js';
+import { defineRoute } from '../route.js';
+import { problemResponses } from './problem-responses.js';
+
+export function policyRoutes(policies: PolicyService) {
+  return [
+    defineRoute({
+      method: 'put',
+      path: '/v1/policies/:key',
+      summary: 'Create or replace a policy; every rule is compiled first',
+      scope: 'policies:write',
+      params: policyKeyParamsSchema,
+      invalidParams: 'validation_failed',
+      body: policyDocumentSchema,
+      responses: {
+        200: { description: 'The stored policy.', schema: policyViewSchema },
+        ...problemResponses(401, 403, 422),
+      },
+      handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.put(tenant, params.key, body) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/policies',
+      summary: 'List policies',
+      scope: 'policies:read',
+      responses: {
+        200: { description: 'All policies of the organization, by key.', schema: policyListSchema },
+        ...problemResponses(401, 403),
+      },
+      handler: async ({ tenant }) => ({ status: 200, body: { policies: await policies.list(tenant) } }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/policies/:key',
+      summary: 'Read a policy',
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      responses: {
+        200: { description: 'The policy.', schema: policyViewSchema },
+        ...problemResponses(401, 403, 404),
+      },
+      handler: async ({ tenant, params }) => ({ status: 200, body: await policies.get(tenant, params.key) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/policies/:key',
+      summary: 'Delete a policy; pending approvals keep the timeout they got',
+      scope: 'policies:write',
+      params: policyKeyParamsSchema,
+      responses: {
+        204: { description: 'Deleted.' },
+        ...problemResponses(401, 403, 404),
+      },
+      handler: async ({ tenant, params }) => {
+        await policies.delete(tenant, params.key);
+        return { status: 204 };
+      },
+    }),
+  ];
+}

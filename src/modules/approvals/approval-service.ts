@@ -1,0 +1,145 @@
+import type { Database } from '../../data/database.js';
+import { ConflictError, NotFoundError, PaymentRequiredError } from '../../lib/errors.js';
+import type { Tenant } from '../orgs/tenant.js';
+import { evaluatePolicy } from '../policies/policy-rules.js';
+import type { PolicyService } from '../policies/policy-service.js';
+import type { ApprovalCreateInput, ApprovalView, DecisionInput } from './approval-schemas.js';
+import type { ApprovalSettlements } from './approval-settlements.js';
+import { ApprovalStore, type Approval, type MonthlyQuota } from './approval-store.js';
+import { applySettlement, createApproval, decideApproval, type Governing } from './approval-transitions.js';
+
+export interface ApprovalLimits {
+  freeTierMonthlyApprovals: number;
+  orphanTimeoutSeconds: number;
+}
+
+export interface CreatedApproval {
+  /** True when this call made the record; false for an idempotent replay. */
+  created: boolean;
+  approval: ApprovalView;
+}
+
+export class ApprovalService {
+  constructor(
+    private readonly db: Database,
+    private readonly policies: PolicyService,
+    private readonly settlements: ApprovalSettlements,
+    private readonly limits: ApprovalLimits,
+  ) {}
+
+  private store(tenant: Tenant): ApprovalStore {
+    return new ApprovalStore(this.db, tenant.orgId);
+  }
+
+  private quota(tenant: Tenant, now: Date): MonthlyQuota | null {
+    if (tenant.plan !== 'free') return null;
+    return { limit: this.limits.freeTierMonthlyApprovals, month: now.toISOString().slice(0, 7) };
+  }
+
+  /**
+   * The free-tier check that runs before the body is validated (contract C2 orders 402 before
+   * 422). A replay of a known idempotency key is let through: it creates nothing.
+   * Creation enforces the limit again atomically; this check only decides what to answer first.
+   */
+  async assertCreationAllowed(tenant: Tenant, idempotencyKey: unknown): Promise<void> {
+    const quota = this.quota(tenant, new Date());
+    if (!quota) return;
+    const store = this.store(tenant);
+    if ((await store.monthlyUsage(quota.month)) < quota.limit) return;
+    if (typeof idempotencyKey === 'string' && (await store.findByIdempotencyKey(idempotencyKey))) return;
+    throw monthlyLimitReached(quota);
+  }
+
+  async create(tenant: Tenant, input: ApprovalCreateInput): Promise<CreatedApproval> {
+    const store = this.store(tenant);
+    const now = new Date();
+    const policy = await this.policies.findDocument(tenant, input.policyKey);
+    const governing: Governing = policy
+      ? {
+          kind: 'policy',
+          policy,
+          verdict: evaluatePolicy(policy, {
+            action: input.action,
+            payload: input.payload,
+            agent: input.agent ?? null,
+            context: input.context ?? null,
+          }),
+        }
+      : { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds };
+
+    const { approval, events } = createApproval(input, governing, tenant.actor, now);
+    const quota = this.quota(tenant, now);
+    const outcome = await store.create(approval, events, quota);
+    if (outcome === 'quota_exceeded') throw monthlyLimitReached(quota!);
+    if (outcome === 'duplicate') {
+      const existing = await store.findByIdempotencyKey(input.idempotencyKey!);
+      return { created: false, approval: toApprovalView(existing!) };
+    }
+    return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
+  }
+
+  /**
+   * Reads an approval; with `waitSeconds`, holds while it is pending until it settles (in any
+   * process), the wait runs out, or `signal` aborts because the client went away.
+   */
+  async get(tenant: Tenant, id: string, waitSeconds: number | undefined, signal: AbortSignal): Promise<ApprovalView> {
+    const store = this.store(tenant);
+    if (!waitSeconds) return toApprovalView(await this.require(store, id));
+
+    const watch = this.settlements.watch(id);
+    try {
+      const approval = await this.require(store, id);
+      if (approval.status !== 'pending') return toApprovalView(approval);
+      await watch.wait(waitSeconds * 1000, signal);
+      return toApprovalView(await this.require(store, id));
+    } finally {
+      watch.release();
+    }
+  }
+
+  async decide(tenant: Tenant, id: string, decision: DecisionInput): Promise<ApprovalView> {
+    const store = this.store(tenant);
+    const approval = await this.require(store, id);
+    if (approval.status !== 'pending') {
+      throw new ConflictError(`Approval ${id} is ${approval.status}; only pending approvals can be decided.`);
+    }
+    const now = new Date();
+    if (approval.expiresAt && approval.expiresAt <= now) {
+      throw new ConflictError(`Approval ${id} expired at ${approval.expiresAt.toISOString()}.`);
+    }
+
+    const { settlement, events } = decideApproval(approval, decision, tenant.actor, now);
+    if (!(await store.settle(id, settlement, events, { beforeDeadline: true }))) {
+      throw new ConflictError(`Approval ${id} was settled by another request or expired.`);
+    }
+    await this.settlements.publish(id);
+    return toApprovalView(applySettlement(approval, settlement));
+  }
+
+  private async require(store: ApprovalStore, id: string): Promise<Approval> {
+    const approval = await store.findById(id);
+    if (!approval) throw new NotFoundError(`No approval with id '${id}' exists.`);
+    return approval;
+  }
+}
+
+function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
+  return new PaymentRequiredError(
+    `The free plan allows ${quota.limit} approvals per calendar month (UTC); ${quota.month} has reached it. Upgrade the plan to create more.`,
+  );
+}
+
+export function toApprovalView(approval: Approval): ApprovalView {
+  return {
+    id: approval.id,
+    status: approval.status,
+    action: approval.action,
+    payload: approval.payload as ApprovalView['payload'],
+    ...(approval.context !== null ? { context: approval.context as ApprovalView['context'] } : {}),
+    createdAt: approval.createdAt.toISOString(),
+    expiresAt: approval.expiresAt?.toISOString() ?? null,
+    feedback: approval.feedback,
+    ...(approval.escalatedTo ? { escalatedTo: approval.escalatedTo } : {}),
+    ...(approval.escalatedFrom ? { escalatedFrom: approval.escalatedFrom } : {}),
+  };
+}

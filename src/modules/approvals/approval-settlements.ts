@@ -1,0 +1,92 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * Tells long-polling readers that an approval left `pending`, across every process.
+ *
+ * Each process keeps one Redis subscriber on one channel and a local table of waiters by approval
+ * id, so ten thousand waiting requests cost ten thousand map entries, not ten thousand Redis
+ * subscriptions or database polls. Deciders publish after their transaction commits; a message
+ * lost to a Redis outage only delays the waiter until its `wait` runs out, when it re-reads the
+ * database, so the answer is never wrong, at worst late.
+ */
+export class ApprovalSettlements {
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly channel: string;
+  private closed = false;
+
+  constructor(
+    private readonly publisher: Redis,
+    private readonly subscriber: Redis,
+    prefix: string,
+    private readonly logger: Logger,
+  ) {
+    this.channel = `${prefix}:approvals:settled`;
+    this.subscriber.on('message', (channel: string, approvalId: string) => {
+      if (channel === this.channel) this.wake(approvalId);
+    });
+  }
+
+  /** Subscribes; ioredis re-subscribes by itself after a reconnect. */
+  async start(): Promise<void> {
+    await this.subscriber.subscribe(this.channel);
+  }
+
+  /** Announces a committed settlement. Failure is logged, not thrown: the state is already safe. */
+  async publish(approvalId: string): Promise<void> {
+    try {
+      await this.publisher.publish(this.channel, approvalId);
+    } catch (error) {
+      this.logger.warn({ err: error, approvalId }, 'could not publish approval settlement');
+    }
+  }
+
+  /**
+   * Registers interest in an approval before its state is read, so that a settlement landing
+   * between the read and the wait is not missed. `wait` resolves on settlement, timeout or abort;
+   * `release` must always be called.
+   */
+  watch(approvalId: string): { wait(timeoutMs: number, signal: AbortSignal): Promise<void>; release(): void } {
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    let listeners = this.waiters.get(approvalId);
+    if (!listeners) this.waiters.set(approvalId, (listeners = new Set()));
+    listeners.add(wake);
+
+    return {
+      wait: (timeoutMs, signal) => {
+        if (signal.aborted || this.closed) return Promise.resolve();
+        const timer = setTimeout(wake, timeoutMs);
+        signal.addEventListener('abort', wake, { once: true });
+        return woken.finally(() => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', wake);
+        });
+      },
+      release: () => {
+        listeners.delete(wake);
+        if (listeners.size === 0 && this.waiters.get(approvalId) === listeners) this.waiters.delete(approvalId);
+      },
+    };
+  }
+
+  /**
+   * For a prompt graceful shutdown: every waiter, current and future, answers now with the state
+   * as it is, instead of holding the process for up to 30 s.
+   */
+  close(): void {
+    this.closed = true;
+    for (const approvalId of [...this.waiters.keys()]) this.wake(approvalId);
+  }
+
+  get waiting(): number {
+    let count = 0;
+    for (const listeners of this.waiters.values()) count += listeners.size;
+    return count;
+  }
+
+  private wake(approvalId: string): void {
+    const listeners = this.waiters.get(approvalId);
+    if (listeners) for (const wake of listeners) wake();
+  }
+}

@@ -1,0 +1,123 @@
+import { postgresErrorCode, type Database } from '../../data/database.js';
+import type { Approval } from '../../generated/prisma/client.js';
+import type { AuditEventDraft } from '../audit/audit-events.js';
+import { auditEventsArgument } from '../audit/audit-store.js';
+
+export type { Approval };
+export type NewApproval = Omit<Approval, 'orgId'>;
+
+/** The terminal fields a settlement writes; `payload` only when a reviewer edited it. */
+export interface Settlement {
+  status: Approval['status'];
+  verdict: string | null;
+  feedback: string | null;
+  decidedAt: Date;
+  payload?: unknown;
+  escalatedTo?: string;
+}
+
+export interface MonthlyQuota {
+  limit: number;
+  /** UTC calendar month, `YYYY-MM`. */
+  month: string;
+}
+
+export type CreateOutcome = 'created' | 'duplicate' | 'quota_exceeded';
+
+/** SQLSTATE raised by ag_create_approval when the free-tier monthly limit is reached. */
+const QUOTA_EXCEEDED = 'AG402';
+
+/**
+ * Approvals of one organization. Every query carries the organization id given at construction,
+ * so no caller can read or change another organization's approvals.
+ */
+export class ApprovalStore {
+  constructor(
+    private readonly db: Database,
+    private readonly orgId: string,
+  ) {}
+
+  findById(id: string): Promise<Approval | null> {
+    return this.db.approval.findFirst({ where: { id, orgId: this.orgId } });
+  }
+
+  findByIdempotencyKey(idempotencyKey: string): Promise<Approval | null> {
+    return this.db.approval.findUnique({
+      where: { orgId_idempotencyKey: { orgId: this.orgId, idempotencyKey } },
+    });
+  }
+
+  async monthlyUsage(month: string): Promise<number> {
+    const usage = await this.db.monthlyUsage.findUnique({
+      where: { orgId_month: { orgId: this.orgId, month } },
+    });
+    return usage?.approvals ?? 0;
+  }
+
+  /**
+   * Inserts the approval with its audit events (and their outbox rows) in one statement.
+   * 'duplicate' means the idempotency key was already used in this organization.
+   */
+  async create(
+    approval: NewApproval,
+    events: AuditEventDraft[],
+    quota: MonthlyQuota | null,
+  ): Promise<CreateOutcome> {
+    try {
+      const [row] = await this.db.$queryRaw<{ id: string | null }[]>`
+        SELECT ag_create_approval(
+          ${JSON.stringify(toApprovalRecord(this.orgId, approval))}::jsonb,
+          ${auditEventsArgument(events)}::jsonb,
+          ${quota?.limit ?? null}::integer,
+          ${quota?.month ?? null}::text) AS id`;
+      return row?.id ? 'created' : 'duplicate';
+    } catch (error) {
+      if (postgresErrorCode(error) === QUOTA_EXCEEDED) return 'quota_exceeded';
+      throw error;
+    }
+  }
+
+  /**
+   * Moves a pending approval to a terminal state with its audit events. Returns false when it
+   * was no longer pending (another decision or the expiry won), or, with `beforeDeadline`,
+   * when its `expiresAt` has passed.
+   */
+  async settle(
+    id: string,
+    settlement: Settlement,
+    events: AuditEventDraft[],
+    { beforeDeadline }: { beforeDeadline: boolean },
+  ): Promise<boolean> {
+    const [row] = await this.db.$queryRaw<{ settled: boolean }[]>`
+      SELECT ag_settle_approval(
+        ${this.orgId}::uuid, ${id}::uuid,
+        ${JSON.stringify(settlement)}::jsonb,
+        ${auditEventsArgument(events)}::jsonb,
+        ${beforeDeadline}) AS settled`;
+    return row?.settled === true;
+  }
+}
+
+/** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */
+function toApprovalRecord(orgId: string, approval: NewApproval) {
+  return {
+    id: approval.id,
+    org_id: orgId,
+    status: approval.status,
+    action: approval.action,
+    payload: approval.payload,
+    context: approval.context,
+    agent: approval.agent,
+    policy_key: approval.policyKey,
+    idempotency_key: approval.idempotencyKey,
+    created_at: approval.createdAt,
+    expires_at: approval.expiresAt,
+    on_timeout: approval.onTimeout,
+    escalate_to: approval.escalateTo,
+    verdict: approval.verdict,
+    feedback: approval.feedback,
+    decided_at: approval.decidedAt,
+    escalated_from: approval.escalatedFrom,
+    escalated_to: approval.escalatedTo,
+  };
+}

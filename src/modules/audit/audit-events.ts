@@ -1,0 +1,96 @@
+import canonicalize from 'canonicalize';
+
+/** Every audit event type of contract C6. */
+export const AUDIT_EVENT_TYPES = [
+  'approval.created',
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+  'approval.escalated',
+  'approval.orphaned',
+  'policy.updated',
+  'policy.deleted',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'webhook.secret_rotated',
+] as const;
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+
+/** The webhook event types of spec section 6; each is also an audit event type. */
+export const WEBHOOK_EVENT_TYPES = [
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+  'approval.escalated',
+  'approval.orphaned',
+] as const satisfies readonly AuditEventType[];
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** Who caused an event: an API key, or a worker acting on its own schedule. */
+export type Actor = { type: 'api_key'; id: string } | { type: 'system'; id: string };
+
+/** The body POSTed to webhook endpoints (spec 2.6), fixed when the state change commits. */
+export interface WebhookEventBody {
+  id: string;
+  type: WebhookEventType;
+  createdAt: string;
+  data: {
+    approvalId: string;
+    status: string;
+    verdict: string | null;
+    action: string;
+    payload: unknown;
+    feedback: string | null;
+    escalatedTo?: string;
+  };
+}
+
+/**
+ * An event to append to an organization's chain. `seq`, `prevHash` and `hash` are assigned by
+ * the database while it holds the chain head, see `ag_append_audit_events` in the migrations.
+ */
+export interface AuditEventDraft {
+  type: AuditEventType;
+  actor: Actor;
+  data: Record<string, unknown> & { action?: string; agent?: string | null };
+  createdAt: Date;
+  /** Present when the event is also a webhook: it is written to the outbox with the event. */
+  webhook?: WebhookEventBody;
+}
+
+/** The shape the append function receives: the canonical bytes are produced here, once. */
+export interface SerializedAuditEvent {
+  type: AuditEventType;
+  actor: string;
+  data: string;
+  action: string | null;
+  agent: string | null;
+  createdAt: string;
+  webhook?: WebhookEventBody;
+}
+
+export function serializeActor(actor: Actor): string {
+  return JSON.stringify({ type: actor.type, id: actor.id });
+}
+
+/** RFC 8785 (JCS) canonical JSON. */
+export function canonicalJson(value: unknown): string {
+  const text = canonicalize(value);
+  if (text === undefined) throw new TypeError('value has no JSON representation');
+  return text;
+}
+
+export function serializeAuditEvent(event: AuditEventDraft): SerializedAuditEvent {
+  return {
+    type: event.type,
+    actor: serializeActor(event.actor),
+    data: canonicalJson(event.data),
+    action: event.data.action ?? null,
+    agent: event.data.agent ?? null,
+    createdAt: event.createdAt.toISOString(),
+    ...(event.webhook ? { webhook: event.webhook } : {}),
+  };
+}

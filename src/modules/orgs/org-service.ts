@@ -1,0 +1,60 @@
+import type { Database } from '../../data/database.js';
+import { NotFoundError } from '../../lib/errors.js';
+import { isUuid } from '../../lib/ids.js';
+import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-keys.js';
+import { OrgStore } from './org-store.js';
+import type { Plan, Scope, Tenant } from './tenant.js';
+
+export class OrgService {
+  private readonly store: OrgStore;
+
+  constructor(db: Database) {
+    this.store = new OrgStore(db);
+  }
+
+  async createOrganization(input: { name: string; plan: Plan; adminEmails: string[] }): Promise<{ orgId: string }> {
+    const org = await this.store.createOrganization(input);
+    return { orgId: org.id };
+  }
+
+  async setPlan(orgId: string, plan: Plan): Promise<{ orgId: string; plan: Plan }> {
+    const org = isUuid(orgId) ? await this.store.setPlan(orgId, plan) : null;
+    if (!org) throw new NotFoundError(`No organization with id '${orgId}' exists.`);
+    return { orgId: org.id, plan: org.plan };
+  }
+
+  /** Creates a key; the returned `key` is the only time the secret exists outside the caller. */
+  async createApiKey(input: { orgId: string; scopes: Scope[]; name?: string }): Promise<{ id: string; key: string }> {
+    if (!isUuid(input.orgId) || !(await this.store.findOrganization(input.orgId))) {
+      throw new NotFoundError(`No organization with id '${input.orgId}' exists.`);
+    }
+    const key = generateApiKey();
+    const apiKey = await this.store.createApiKey({
+      orgId: input.orgId,
+      name: input.name ?? null,
+      scopes: [...new Set(input.scopes)],
+      keyHash: hashApiKey(key),
+    });
+    return { id: apiKey.id, key };
+  }
+
+  async revokeApiKey(id: string): Promise<{ id: string; revokedAt: string }> {
+    const apiKey = isUuid(id) ? await this.store.revokeApiKey(id, new Date()) : null;
+    if (!apiKey?.revokedAt) throw new NotFoundError(`No API key with id '${id}' exists.`);
+    return { id: apiKey.id, revokedAt: apiKey.revokedAt.toISOString() };
+  }
+
+  /** The tenant a presented key acts for, or null for an unknown, malformed or revoked key. */
+  async authenticate(presentedKey: string): Promise<Tenant | null> {
+    if (!looksLikeApiKey(presentedKey)) return null;
+    const apiKey = await this.store.findApiKeyByHash(hashApiKey(presentedKey));
+    if (!apiKey || apiKey.revokedAt) return null;
+    return {
+      orgId: apiKey.orgId,
+      plan: apiKey.org.plan,
+      keyId: apiKey.id,
+      scopes: new Set(apiKey.scopes),
+      actor: { type: 'api_key', id: apiKey.id },
+    };
+  }
+}

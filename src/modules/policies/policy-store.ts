@@ -1,0 +1,54 @@
+import type { Database } from '../../data/database.js';
+import type { Policy } from '../../generated/prisma/client.js';
+import type { AuditEventDraft } from '../audit/audit-events.js';
+import { appendAuditEvents } from '../audit/audit-store.js';
+import type { PolicyDocument } from './policy-schemas.js';
+
+export type { Policy };
+
+/** Policies of one organization; every query is scoped to the id given at construction. */
+export class PolicyStore {
+  constructor(
+    private readonly db: Database,
+    private readonly orgId: string,
+  ) {}
+
+  find(key: string): Promise<Policy | null> {
+    return this.db.policy.findUnique({ where: { orgId_key: { orgId: this.orgId, key } } });
+  }
+
+  list(): Promise<Policy[]> {
+    return this.db.policy.findMany({ where: { orgId: this.orgId }, orderBy: { key: 'asc' } });
+  }
+
+  /** Creates or replaces the policy and appends its audit event in one transaction. */
+  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy> {
+    const fields = {
+      rules: document.rules,
+      defaultOutcome: document.defaultOutcome,
+      timeoutSeconds: document.timeoutSeconds,
+      onTimeout: document.onTimeout,
+      escalateTo: document.escalateTo,
+      updatedAt: event.createdAt,
+    };
+    return this.db.$transaction(async (tx) => {
+      const policy = await tx.policy.upsert({
+        where: { orgId_key: { orgId: this.orgId, key } },
+        create: { orgId: this.orgId, key, createdAt: event.createdAt, ...fields },
+        update: fields,
+      });
+      await appendAuditEvents(tx, this.orgId, [event]);
+      return policy;
+    });
+  }
+
+  /** Deletes the policy with its audit event; false when there was none. */
+  delete(key: string, event: AuditEventDraft): Promise<boolean> {
+    return this.db.$transaction(async (tx) => {
+      const { count } = await tx.policy.deleteMany({ where: { orgId: this.orgId, key } });
+      if (count === 0) return false;
+      await appendAuditEvents(tx, this.orgId, [event]);
+      return true;
+    });
+  }
+}

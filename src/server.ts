@@ -1,0 +1,25 @@
+import { once } from 'node:events';
+import { loadConfig } from './config.js';
+import { createApp } from './http/app.js';
+import { createLogger } from './lib/logger.js';
+import { exitGracefullyOnSignal } from './lib/shutdown.js';
+import { createServices } from './services.js';
+
+/** The `web` process: the HTTP API. */
+const config = loadConfig();
+const logger = createLogger(config, 'web');
+const services = await createServices(config, logger);
+const server = createApp(services).listen(config.PORT);
+await once(server, 'listening');
+// Above a typical load balancer's idle timeout, so the balancer closes idle connections first.
+server.keepAliveTimeout = 65_000;
+logger.info({ port: config.PORT }, 'api listening');
+
+exitGracefullyOnSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
+  const closed = new Promise((resolve) => server.close(resolve));
+  server.closeIdleConnections();
+  // Long-polls answer now with the current state instead of holding the shutdown for 30 s.
+  services.settlements.close();
+  await closed;
+  await services.close();
+});

@@ -1,0 +1,61 @@
+import type { Config } from './config.js';
+import { createDatabase, type Database } from './data/database.js';
+import type { Logger } from './lib/logger.js';
+import { createRedisConnection, createRedisSubscriber } from './lib/redis.js';
+import type { Redis } from 'ioredis';
+import { ApprovalService } from './modules/approvals/approval-service.js';
+import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
+import { OrgService } from './modules/orgs/org-service.js';
+import { PolicyService } from './modules/policies/policy-service.js';
+
+/** Everything a process needs, wired once from the configuration (the composition root). */
+export interface Services {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  redis: Redis;
+  settlements: ApprovalSettlements;
+  orgs: OrgService;
+  policies: PolicyService;
+  approvals: ApprovalService;
+  /** Database and Redis reachable, for /readyz. */
+  checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
+  close(): Promise<void>;
+}
+
+export async function createServices(config: Config, logger: Logger): Promise<Services> {
+  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const redis = createRedisConnection(config.REDIS_URL, 'commands');
+  const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements');
+  const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
+  await settlements.start();
+
+  const orgs = new OrgService(db);
+  const policies = new PolicyService(db);
+  const approvals = new ApprovalService(db, policies, settlements, {
+    freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
+    orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
+  });
+
+  return {
+    config,
+    logger,
+    db,
+    redis,
+    settlements,
+    orgs,
+    policies,
+    approvals,
+    async checkReadiness() {
+      const [postgres, redisUp] = await Promise.all([
+        db.$queryRaw`SELECT 1`.then(() => true, () => false),
+        redis.ping().then((reply) => reply === 'PONG', () => false),
+      ]);
+      return { postgres, redis: redisUp };
+    },
+    async close() {
+      settlements.close();
+      await Promise.allSettled([db.$disconnect(), redis.quit(), subscriber.quit()]);
+    },
+  };
+}
