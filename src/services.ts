@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
 import { createDatabase, type Database } from './data/database.js';
 import type { Logger } from './lib/logger.js';
-import { createRedisConnection, createRedisSubscriber } from './lib/redis.js';
+import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import type { Redis } from 'ioredis';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
@@ -25,8 +25,8 @@ export interface Services {
 
 export async function createServices(config: Config, logger: Logger): Promise<Services> {
   const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  const redis = createRedisConnection(config.REDIS_URL, 'commands');
-  const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements');
+  const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
+  const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements', logger);
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
   await settlements.start();
 
@@ -48,14 +48,20 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     approvals,
     async checkReadiness() {
       const [postgres, redisUp] = await Promise.all([
-        db.$queryRaw`SELECT 1`.then(() => true, () => false),
-        redis.ping().then((reply) => reply === 'PONG', () => false),
+        db.$queryRaw`SELECT 1`.then(
+          () => true,
+          () => false,
+        ),
+        redis.ping().then(
+          (reply) => reply === 'PONG',
+          () => false,
+        ),
       ]);
       return { postgres, redis: redisUp };
     },
     async close() {
       settlements.close();
-      await Promise.allSettled([db.$disconnect(), redis.quit(), subscriber.quit()]);
+      await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(subscriber)]);
     },
   };
 }

@@ -4,7 +4,11 @@ import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js
 let env: TestEnv;
 let org: TestOrg;
 
-const REVIEW_POLICY = { rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }], defaultOutcome: 'review', timeoutSeconds: 600 };
+const REVIEW_POLICY = {
+  rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }],
+  defaultOutcome: 'review',
+  timeoutSeconds: 600,
+};
 
 beforeAll(async () => {
   env = await createTestEnv();
@@ -77,7 +81,13 @@ describe('POST /v1/approvals', () => {
   ])('answers 422 naming the field for %s', async (_name, body, path) => {
     const res = await create(body).expect(422);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-    expect(res.body).toMatchObject({ status: 422, code: 'validation_failed', title: expect.any(String), type: expect.any(String), detail: expect.any(String) });
+    expect(res.body).toMatchObject({
+      status: 422,
+      code: 'validation_failed',
+      title: expect.any(String),
+      type: expect.any(String),
+      detail: expect.any(String),
+    });
     expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
   });
 
@@ -110,7 +120,7 @@ describe('GET /v1/approvals/:id', () => {
     expect(res.body).toEqual(created.body);
   });
 
-  it('answers 404 for an unknown id, a non-UUID id, and another organization\'s id, with the same body', async () => {
+  it("answers 404 for an unknown id, a non-UUID id, and another organization's id, with the same body", async () => {
     const other = await env.createOrg();
     const theirs = await create({ action: 'x', payload: {}, policyKey: 'p' }, other).expect(201);
     const unknown = await org.request('get', '/v1/approvals/7b0e7a4e-54a4-4c1a-9d0e-2f4b8a9c1d11').expect(404);
@@ -137,7 +147,13 @@ describe('POST /v1/approvals/:id/decision', () => {
       .request('post', `/v1/approvals/${created.body.id}/decision`)
       .send({ verdict: 'approved', feedback: 'ok, but less', editedPayload: { amount: 4000 } })
       .expect(200);
-    expect(res.body).toMatchObject({ id: created.body.id, status: 'approved', payload: { amount: 4000 }, feedback: 'ok, but less', expiresAt: null });
+    expect(res.body).toMatchObject({
+      id: created.body.id,
+      status: 'approved',
+      payload: { amount: 4000 },
+      feedback: 'ok, but less',
+      expiresAt: null,
+    });
     const read = await org.request('get', `/v1/approvals/${created.body.id}`).expect(200);
     expect(read.body).toEqual(res.body);
     const outbox = await env.services.db.outboxMessage.findMany({ where: { orgId: org.orgId, eventType: 'approval.approved' } });
@@ -147,7 +163,10 @@ describe('POST /v1/approvals/:id/decision', () => {
 
   it('rejects, then answers 409 to any further decision', async () => {
     const created = await create({ action: 'refund', payload: { amount: 5000 }, policyKey: 'refunds' }).expect(201);
-    const rejected = await org.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'rejected', feedback: 'no' }).expect(200);
+    const rejected = await org
+      .request('post', `/v1/approvals/${created.body.id}/decision`)
+      .send({ verdict: 'rejected', feedback: 'no' })
+      .expect(200);
     expect(rejected.body).toMatchObject({ status: 'rejected', feedback: 'no', payload: { amount: 5000 } });
     const again = await org.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(409);
     expect(again.body.code).toBe('conflict');
@@ -189,6 +208,9 @@ describe('POST /v1/approvals/:id/decision', () => {
 
   it('accepts feedback of exactly 5000 chars', async () => {
     const created = await create({ action: 'x', payload: {}, policyKey: 'p' }).expect(201);
-    await org.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'rejected', feedback: 'f'.repeat(5000) }).expect(200);
+    await org
+      .request('post', `/v1/approvals/${created.body.id}/decision`)
+      .send({ verdict: 'rejected', feedback: 'f'.repeat(5000) })
+      .expect(200);
   });
 });

@@ -18,7 +18,12 @@ Scopes: ${SCOPES.join(', ')}`;
 
 const scopeList = z
   .string()
-  .transform((value) => value.split(',').map((scope) => scope.trim()).filter(Boolean))
+  .transform((value) =>
+    value
+      .split(',')
+      .map((scope) => scope.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.enum(SCOPES)).min(1));
 
 const commands = {

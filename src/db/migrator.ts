@@ -112,32 +112,64 @@ async function readMigrations(): Promise<MigrationList> {
 async function withEngine<T>(databaseUrl: string, run: (engine: SchemaEngine) => Promise<T>): Promise<T> {
   await wasmLoaded;
   const adapters = new EngineAdapterFactory(databaseUrl);
+  runningEngines++;
   try {
-    const schema = await readFile(schemaPath, 'utf8');
     const engine = await engineBindings.SchemaEngine.new(
-      { datamodels: [[schemaPath, schema]] },
+      { datamodels: undefined }, // only read for the multiSchema preview feature
       () => {}, // JSON log lines; failures reach us as rejected promises
       bindMigrationAwareSqlAdapterFactory(adapters),
     );
     try {
       return await run(engine);
     } finally {
-      engine.free();
+      try {
+        engine.free();
+      } catch {
+        // Only fails after a Rust panic, which is the error being reported.
+      }
     }
   } finally {
     await adapters.disposeMain();
+    if (--runningEngines === 0) {
+      engineTimers.forEach(clearTimeout);
+      engineTimers.clear();
+    }
   }
 }
 
+// The engine bounds its wait for the advisory lock with a 10 s setTimeout that it never clears,
+// which would keep the process alive for that long; such timers are cleared when no engine runs.
+const engineTimers = new Set<NodeJS.Timeout>();
+let runningEngines = 0;
+
+// Without a registry, a Rust panic fails with "Cannot read properties of undefined (reading
+// 'set_message')". Prisma Client installs the same global registry, hence ??=.
+const panicRegistryHost = globalThis as { PRISMA_WASM_PANIC_REGISTRY?: { set_message(message: string): void } };
+panicRegistryHost.PRISMA_WASM_PANIC_REGISTRY ??= {
+  set_message(message) {
+    throw new Error(`Prisma schema engine panicked: ${message}`);
+  },
+};
+
 // The package's own entry imports the .wasm file as an ES module, which Node 20 only does behind
 // --experimental-wasm-modules; this is what that entry does, by hand.
-declare const WebAssembly: { // Node's global, absent from the project's ES-only lib
+declare const WebAssembly: {
+  // Node's global, absent from the project's ES-only lib
   instantiate(bytes: Uint8Array, imports: object): Promise<{ instance: { exports: Record<string, unknown> } }>;
 };
 const wasmLoaded = (async () => {
   const bindingsPath = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm/schema_engine_bg');
   const wasmBytes = await readFile(path.join(path.dirname(bindingsPath), 'schema_engine_bg.wasm'));
-  const { instance } = await WebAssembly.instantiate(wasmBytes, { './schema_engine_bg.js': engineBindings });
+  const imports: Record<string, unknown> = { ...engineBindings };
+  for (const [name, setEngineTimeout] of Object.entries(imports)) {
+    if (!name.startsWith('__wbg_setTimeout_')) continue;
+    imports[name] = (...args: unknown[]) => {
+      const timer = (setEngineTimeout as (...args: unknown[]) => NodeJS.Timeout)(...args);
+      engineTimers.add(timer);
+      return timer;
+    };
+  }
+  const { instance } = await WebAssembly.instantiate(wasmBytes, { './schema_engine_bg.js': imports });
   engineBindings.__wbg_set_wasm(instance.exports);
   (instance.exports.__wbindgen_start as () => void)();
 })();
@@ -170,12 +202,13 @@ class EngineAdapterFactory implements SqlMigrationAwareDriverAdapterFactory {
 
   async connectToShadowDb(): Promise<SqlDriverAdapter> {
     const name = `${databaseName(this.databaseUrl)}_shadow_${randomBytes(6).toString('hex')}`;
-    await withMaintenanceClient(this.databaseUrl, (client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
+    const identifier = pg.escapeIdentifier(name);
+    await withMaintenanceClient(this.databaseUrl, (client) => client.query(`CREATE DATABASE ${identifier}`));
     const shadow = await connectForEngine(withDatabaseName(this.databaseUrl, name));
     const dispose = shadow.dispose.bind(shadow);
     shadow.dispose = async () => {
       await dispose();
-      await withMaintenanceClient(this.databaseUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)}`));
+      await withMaintenanceClient(this.databaseUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${identifier}`));
     };
     return shadow;
   }
@@ -187,7 +220,8 @@ class EngineAdapterFactory implements SqlMigrationAwareDriverAdapterFactory {
 }
 
 async function connectForEngine(connectionString: string): Promise<SqlDriverAdapter> {
-  const pool = new pg.Pool({ connectionString, max: 1 });
+  const adapter = await new PrismaPg({ connectionString, max: 1 }).connect();
+  const pool = adapter.underlyingDriver();
   const query = pool.query.bind(pool) as (config: pg.QueryConfig) => Promise<pg.QueryResult | pg.QueryResult[]>;
   // The adapter only calls pool.query(config) and reads each field's dataTypeID to type the values.
   pool.query = (async (config: pg.QueryConfig) => {
@@ -197,10 +231,18 @@ async function connectForEngine(connectionString: string): Promise<SqlDriverAdap
     }
     return result;
   }) as typeof pool.query;
-  const adapter = await new PrismaPg(pool, { disposeExternalPool: true }).connect();
   // pg sends a query without parameters as a simple query, which may hold many statements.
   adapter.executeScript = async (script) => {
     await adapter.executeRaw({ sql: script, args: [], argTypes: [] });
+  };
+  // pool.end() waits for running queries, such as the engine's pg_advisory_lock after it gave up
+  // waiting for it; Client.end() cuts the connection under a running query.
+  const clients = new Set<pg.PoolClient>();
+  pool.on('connect', (client) => clients.add(client));
+  const dispose = adapter.dispose.bind(adapter);
+  adapter.dispose = async () => {
+    await Promise.all([...clients].map((client) => client.end()));
+    await dispose();
   };
   return adapter;
 }
@@ -211,7 +253,8 @@ async function ensureDatabase(databaseUrl: string): Promise<void> {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (rowCount) return;
     await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((error: { code?: string }) => {
-      if (error.code !== '42P04') throw error; // duplicate_database: a concurrent caller created it
+      // A concurrent caller created it: duplicate_database, or unique_violation if the two overlapped.
+      if (error.code !== '42P04' && error.code !== '23505') throw error;
     });
   });
 }

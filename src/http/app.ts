@@ -37,7 +37,9 @@ export function createApp(services: Services): Express {
   });
   app.get('/readyz', async (_req, res) => {
     const checks = await services.checkReadiness();
-    res.status(checks.postgres && checks.redis ? 200 : 503).json({ status: checks.postgres && checks.redis ? 'ready' : 'unavailable', checks });
+    res
+      .status(checks.postgres && checks.redis ? 200 : 503)
+      .json({ status: checks.postgres && checks.redis ? 'ready' : 'unavailable', checks });
   });
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);

@@ -12,7 +12,11 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
   const components: Record<string, JsonSchema> = {};
 
   const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
-    const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const {
+      $schema: _dialect,
+      $defs,
+      ...rest
+    } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
     const rewrite = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
     for (const [name, definition] of Object.entries(($defs ?? {}) as Record<string, unknown>)) components[name] = rewrite(definition);
     return rewrite(rest);
@@ -20,7 +24,10 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
 
   const parametersOf = (schema: unknown, location: 'path' | 'query') => {
     if (!schema) return [];
-    const { properties = {}, required = [] } = toSchema(schema as z.ZodType, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    const { properties = {}, required = [] } = toSchema(schema as z.ZodType, 'input') as {
+      properties?: Record<string, JsonSchema>;
+      required?: string[];
+    };
     return Object.entries(properties).map(([name, property]) => ({
       name,
       in: location,
@@ -39,7 +46,13 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
         {
           description: response.description,
           ...(response.schema
-            ? { content: { [Number(status) >= 400 ? 'application/problem+json' : 'application/json']: { schema: toSchema(response.schema, 'output') } } }
+            ? {
+                content: {
+                  [Number(status) >= 400 ? 'application/problem+json' : 'application/json']: {
+                    schema: toSchema(response.schema, 'output'),
+                  },
+                },
+              }
             : {}),
         },
       ]),

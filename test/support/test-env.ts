@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import type { Express } from 'express';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/lib/logger.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
 import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
@@ -22,11 +26,15 @@ export interface TestEnv {
   config: Config;
   services: Services;
   app: Express;
+  /** The app listening on an ephemeral port, as a client reaches it. */
+  baseUrl: string;
   http: ReturnType<typeof supertest>;
+  /** Every log line the app wrote, parsed. */
+  logs: Record<string, unknown>[];
   createOrg(options?: { plan?: Plan; scopes?: readonly Scope[]; adminEmails?: string[] }): Promise<TestOrg>;
   createKey(orgId: string, scopes: readonly Scope[]): Promise<{ id: string; key: string }>;
   /** A second, independent app over the same database and Redis prefix: another "process". */
-  createPeer(): Promise<{ services: Services; app: Express }>;
+  createPeer(): Promise<{ services: Services; app: Express; baseUrl: string; http: ReturnType<typeof supertest> }>;
   close(): Promise<void>;
 }
 
@@ -39,21 +47,31 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
   const config = loadConfig({
     ...process.env,
     NODE_ENV: 'test',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: 'info',
     DATABASE_URL: databaseUrl(database),
     DATABASE_POOL_SIZE: '10',
     REDIS_PREFIX: `agtest:${suffix}`,
     ...overrides,
   });
-  const logger = pino({ level: 'silent' });
-  const started: Services[] = [];
+  const logs: Record<string, unknown>[] = [];
+  const logSink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const logger = createLogger(config, 'test', logSink);
+  const started: { services: Services; server: Server }[] = [];
   const start = async () => {
     const services = await createServices(config, logger);
-    started.push(services);
-    return { services, app: createApp(services) };
+    const app = createApp(services);
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    started.push({ services, server });
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { services, app, baseUrl, http: supertest(baseUrl) };
   };
-  const { services, app } = await start();
-  const http = supertest(app);
+  const { services, app, baseUrl, http } = await start();
 
   const createKey = (orgId: string, scopes: readonly Scope[]) => services.orgs.createApiKey({ orgId, scopes: [...scopes] });
 
@@ -61,7 +79,9 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     config,
     services,
     app,
+    baseUrl,
     http,
+    logs,
     createKey,
     async createOrg({ plan = 'pro', scopes = SCOPES, adminEmails = [] } = {}) {
       const { orgId } = await services.orgs.createOrganization({ name: `org-${suffix}`, plan, adminEmails });
@@ -70,7 +90,13 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     },
     createPeer: start,
     async close() {
-      await Promise.all(started.map((s) => s.close()));
+      await Promise.all(
+        started.map(async ({ services: peer, server }) => {
+          server.closeAllConnections();
+          await new Promise((resolve) => server.close(resolve));
+          await peer.close();
+        }),
+      );
       await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
       await deleteRedisKeys(config.REDIS_URL, `${config.REDIS_PREFIX}:*`);
     },
@@ -78,7 +104,14 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
 }
 
 async function deleteRedisKeys(url: string, pattern: string): Promise<void> {
-  const redis = new Redis(url);
+  // No retries: an env pointed at an unreachable Redis on purpose has nothing there to delete.
+  const redis = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+  } catch {
+    return;
+  }
   try {
     for await (const keys of redis.scanStream({ match: pattern, count: 500 })) {
       if ((keys as string[]).length > 0) await redis.unlink(...(keys as string[]));

@@ -1,10 +1,5 @@
 import type { PolicyService } from '../../modules/policies/policy-service.js';
-import {
-  policyDocumentSchema,
-  policyKeyParamsSchema,
-  policyListSchema,
-  policyViewSchema,
-} from '../../modules/policies/policy-schemas.js';
+import { policyDocumentSchema, policyKeyParamsSchema, policyListSchema, policyViewSchema } from '../../modules/policies/policy-schemas.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 

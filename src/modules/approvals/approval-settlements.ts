@@ -27,9 +27,24 @@ export class ApprovalSettlements {
     });
   }
 
-  /** Subscribes; ioredis re-subscribes by itself after a reconnect. */
-  async start(): Promise<void> {
-    await this.subscriber.subscribe(this.channel);
+  /**
+   * Subscribes; ioredis re-subscribes by itself after a reconnect. Waits at most `timeoutMs`:
+   * the API must come up while Redis is away, with long-polls answering at the end of their wait.
+   */
+  async start(timeoutMs = 2000): Promise<void> {
+    const subscribed = this.subscriber.subscribe(this.channel).then(
+      () => true,
+      (error: unknown) => {
+        this.logger.error({ err: error }, 'could not subscribe to approval settlements');
+        return false;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, timeoutMs, false)));
+    if (!(await Promise.race([subscribed, timedOut]))) {
+      this.logger.warn('approval settlements not subscribed yet; long-polls answer when their wait ends');
+    }
+    clearTimeout(timer);
   }
 
   /** Announces a committed settlement. Failure is logged, not thrown: the state is already safe. */

@@ -58,11 +58,7 @@ export class ApprovalStore {
    * Inserts the approval with its audit events (and their outbox rows) in one statement.
    * 'duplicate' means the idempotency key was already used in this organization.
    */
-  async create(
-    approval: NewApproval,
-    events: AuditEventDraft[],
-    quota: MonthlyQuota | null,
-  ): Promise<CreateOutcome> {
+  async create(approval: NewApproval, events: AuditEventDraft[], quota: MonthlyQuota | null): Promise<CreateOutcome> {
     try {
       const [row] = await this.db.$queryRaw<{ id: string | null }[]>`
         SELECT ag_create_approval(

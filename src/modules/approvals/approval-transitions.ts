@@ -21,9 +21,7 @@ export interface Settling {
 }
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
-export type Governing =
-  | { kind: 'policy'; policy: PolicyDocument; verdict: PolicyVerdict }
-  | { kind: 'orphan'; timeoutSeconds: number };
+export type Governing = { kind: 'policy'; policy: PolicyDocument; verdict: PolicyVerdict } | { kind: 'orphan'; timeoutSeconds: number };
 
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
 
@@ -45,12 +43,7 @@ function webhookEvent(
   };
 }
 
-export function createApproval(
-  input: ApprovalCreateInput,
-  governing: Governing,
-  actor: Actor,
-  now: Date,
-): Creation {
+export function createApproval(input: ApprovalCreateInput, governing: Governing, actor: Actor, now: Date): Creation {
   const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
   const timeoutSeconds = governing.kind === 'policy' ? governing.policy.timeoutSeconds : governing.timeoutSeconds;
   const approval: NewApproval = {

@@ -10,11 +10,7 @@ export function auditEventsArgument(events: AuditEventDraft[]): string {
  * Appends events to the organization's chain inside the caller's transaction, for state changes
  * that are plain Prisma writes (policies, webhooks). Returns the new head seq.
  */
-export async function appendAuditEvents(
-  db: DatabaseClient,
-  orgId: string,
-  events: AuditEventDraft[],
-): Promise<bigint> {
+export async function appendAuditEvents(db: DatabaseClient, orgId: string, events: AuditEventDraft[]): Promise<bigint> {
   const [row] = await db.$queryRaw<{ seq: bigint }[]>`
     SELECT ag_append_audit_events(${orgId}::uuid, ${auditEventsArgument(events)}::jsonb) AS seq`;
   return row!.seq;

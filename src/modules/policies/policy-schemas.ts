@@ -6,7 +6,11 @@ export const policyKeySchema = z.string().min(1).max(200);
 
 export const policyRuleSchema = z
   .object({
-    when: z.string().min(1).max(4096).meta({ description: 'CEL expression over action, payload, agent and context; must return a boolean.' }),
+    when: z
+      .string()
+      .min(1)
+      .max(4096)
+      .meta({ description: 'CEL expression over action, payload, agent and context; must return a boolean.' }),
     outcome: z.enum(['allow', 'review']),
   })
   .strict();

@@ -1,0 +1,83 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli/cli.js';
+import { createTestEnv, type TestEnv } from './support/test-env.js';
+
+const run = promisify(execFile);
+let env: TestEnv;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+});
+afterAll(() => env.close());
+
+const cli = (...args: string[]) => runCli(args, env.services.db) as Promise<Record<string, string>>;
+
+describe('bootstrap CLI', () => {
+  it('creates an organization and a key that works against the API, then revokes it', async () => {
+    const { orgId } = await cli(
+      'org:create',
+      '--name',
+      'Acme',
+      '--plan',
+      'pro',
+      '--admin-email',
+      'a@acme.test',
+      '--admin-email',
+      'b@acme.test',
+    );
+    const org = await env.services.db.organization.findUniqueOrThrow({ where: { id: orgId! } });
+    expect(org).toMatchObject({ name: 'Acme', plan: 'pro', adminEmails: ['a@acme.test', 'b@acme.test'] });
+
+    const key = await cli('key:create', '--org', orgId!, '--scopes', 'policies:read,approvals:read', '--name', 'ci');
+    expect(key.key).toMatch(/^agk_[A-Za-z0-9_-]{43}$/);
+    await env.http.get('/v1/policies').set('authorization', `Bearer ${key.key}`).expect(200);
+    await env.http.post('/v1/approvals').set('authorization', `Bearer ${key.key}`).send({}).expect(403);
+
+    const stored = await env.services.db.apiKey.findUniqueOrThrow({ where: { id: key.id! } });
+    expect(Buffer.from(stored.keyHash).toString('utf8')).not.toContain(key.key);
+    expect(JSON.stringify(stored)).not.toContain(key.key!.slice(4));
+
+    expect(await cli('key:revoke', '--id', key.id!)).toMatchObject({ id: key.id, revokedAt: expect.any(String) });
+    await env.http.get('/v1/policies').set('authorization', `Bearer ${key.key}`).expect(401);
+  });
+
+  it('changes an organization plan', async () => {
+    const { orgId } = await cli('org:create', '--name', 'Small', '--plan', 'free');
+    expect(await cli('org:plan', '--org', orgId!, '--plan', 'enterprise')).toEqual({ orgId, plan: 'enterprise' });
+  });
+
+  it.each([
+    [['nope'], /Unknown command 'nope'/],
+    [[], /Usage/],
+    [['org:create', '--plan', 'pro'], /--name/],
+    [['org:create', '--name', 'x', '--plan', 'gold'], /--plan/],
+    [['org:create', '--name', 'x', '--plan', 'pro', '--admin-email', 'not-an-email'], /admin-email/],
+    [['org:create', '--name', 'x', '--plan', 'pro', '--colour', 'red'], /colour/],
+    [['key:create', '--org', '00000000-0000-4000-8000-000000000000', '--scopes', 'approvals:read'], /No organization/],
+    [['key:create', '--org', 'x', '--scopes', 'approvals:fly'], /--scopes/],
+    [['key:revoke', '--id', 'not-a-key'], /No API key/],
+    [['org:plan', '--org', '00000000-0000-4000-8000-000000000000', '--plan', 'pro'], /No organization/],
+  ])('rejects %j with a clear message', async (args, message) => {
+    await expect(runCli(args, env.services.db)).rejects.toThrow(message);
+  });
+
+  it('prints JSON on stdout and exits non-zero with a message on stderr, as a process', async () => {
+    const options = { env: { ...process.env, DATABASE_URL: env.config.DATABASE_URL }, cwd: process.cwd() };
+    const ok = await run(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/index.ts', 'org:create', '--name', 'Proc', '--plan', 'pro'],
+      options,
+    );
+    expect(JSON.parse(ok.stdout)).toEqual({ orgId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+
+    const failed = await run(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/index.ts', 'org:plan', '--org', 'x', '--plan', 'pro'],
+      options,
+    ).catch((error: { code: number; stdout: string; stderr: string }) => error);
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    expect((failed as { stderr: string }).stderr).toMatch(/No organization with id 'x'/);
+  });
+});

@@ -1,0 +1,95 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+
+let env: TestEnv;
+let org: TestOrg;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  org = await env.createOrg();
+});
+afterAll(() => env.close());
+
+const createPending = async () =>
+  (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'none' }).expect(201)).body as { id: string };
+
+const until = async (condition: () => boolean, timeoutMs = 2000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+};
+
+describe('GET /v1/approvals/:id?wait=N', () => {
+  it('answers within 200 ms of a decision made through another app instance', async () => {
+    const peer = await env.createPeer();
+    const approval = await createPending();
+
+    let answeredAt = 0;
+    const waiting = org.request('get', `/v1/approvals/${approval.id}?wait=10`).then((res) => {
+      answeredAt = performance.now();
+      return res;
+    });
+    await until(() => env.services.settlements.waiting === 1);
+
+    await peer.http
+      .post(`/v1/approvals/${approval.id}/decision`)
+      .set('authorization', `Bearer ${org.key}`)
+      .send({ verdict: 'approved', feedback: 'go' })
+      .expect(200);
+    const decidedAt = performance.now();
+
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: approval.id, status: 'approved', feedback: 'go' });
+    expect(answeredAt - decidedAt).toBeLessThan(200);
+    expect(env.services.settlements.waiting).toBe(0);
+  });
+
+  it('returns the pending state after the wait runs out', async () => {
+    const approval = await createPending();
+    const started = performance.now();
+    const res = await org.request('get', `/v1/approvals/${approval.id}?wait=1`).expect(200);
+    const elapsed = performance.now() - started;
+    expect(res.body.status).toBe('pending');
+    expect(elapsed).toBeGreaterThanOrEqual(990);
+    expect(elapsed).toBeLessThan(1500);
+  });
+
+  it('answers at once when the approval is already settled', async () => {
+    const approval = await createPending();
+    await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
+    const started = performance.now();
+    const res = await org.request('get', `/v1/approvals/${approval.id}?wait=30`).expect(200);
+    expect(res.body.status).toBe('rejected');
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
+  it('answers 404 at once for an unknown or foreign approval', async () => {
+    const other = await env.createOrg();
+    const theirs = (await other.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'none' }).expect(201)).body;
+    await org.request('get', `/v1/approvals/${theirs.id}?wait=30`).expect(404);
+    expect(env.services.settlements.waiting).toBe(0);
+  });
+
+  it('stops waiting when the client goes away', async () => {
+    const approval = await createPending();
+    const request = http.get(`${env.baseUrl}/v1/approvals/${approval.id}?wait=30`, { headers: { authorization: `Bearer ${org.key}` } });
+    request.on('error', () => {});
+    await until(() => env.services.settlements.waiting === 1);
+    request.destroy();
+    await until(() => env.services.settlements.waiting === 0);
+  });
+
+  it('wakes many waiters on one approval at once', async () => {
+    const approval = await createPending();
+    const waiters = Array.from({ length: 25 }, () => org.request('get', `/v1/approvals/${approval.id}?wait=10`));
+    const all = Promise.all(waiters);
+    await until(() => env.services.settlements.waiting === 25);
+    await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const answers = await all;
+    expect(answers.every((res) => res.status === 200 && res.body.status === 'approved')).toBe(true);
+  });
+});

@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChain } from './support/audit-chain.js';
+import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+
+let env: TestEnv;
+let org: TestOrg;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  org = await env.createOrg();
+});
+afterAll(() => env.close());
+
+const createApproval = (body: Record<string, unknown>) =>
+  org.request('post', '/v1/approvals').send({ action: 'refund', payload: {}, ...body });
+
+describe('policy management', () => {
+  it('stores a policy with defaults, reads, lists, replaces and deletes it', async () => {
+    const put = await org
+      .request('put', '/v1/policies/refunds')
+      .send({ rules: [{ when: 'payload.amount <= 100', outcome: 'allow' }] })
+      .expect(200);
+    expect(put.body).toMatchObject({
+      key: 'refunds',
+      rules: [{ when: 'payload.amount <= 100', outcome: 'allow' }],
+      defaultOutcome: 'review',
+      timeoutSeconds: 3600,
+      onTimeout: 'expire',
+      escalateTo: null,
+    });
+    expect(await org.request('get', '/v1/policies/refunds').expect(200)).toHaveProperty('body', put.body);
+
+    const replaced = await org
+      .request('put', '/v1/policies/refunds')
+      .send({ defaultOutcome: 'allow', timeoutSeconds: 60, onTimeout: 'escalate', escalateTo: 'managers' })
+      .expect(200);
+    expect(replaced.body).toMatchObject({
+      rules: [],
+      defaultOutcome: 'allow',
+      timeoutSeconds: 60,
+      onTimeout: 'escalate',
+      escalateTo: 'managers',
+      createdAt: put.body.createdAt,
+    });
+
+    await org.request('put', '/v1/policies/another').send({}).expect(200);
+    const list = await org.request('get', '/v1/policies').expect(200);
+    expect(list.body.policies.map((p: { key: string }) => p.key)).toEqual(['another', 'refunds']);
+
+    await org.request('delete', '/v1/policies/refunds').expect(204);
+    expect((await org.request('get', '/v1/policies/refunds')).body.code).toBe('not_found');
+    await org.request('delete', '/v1/policies/refunds').expect(404);
+
+    const chain = await readChain(env.services.db, org.orgId);
+    expect(chain.map((e) => e.type)).toEqual(['policy.updated', 'policy.updated', 'policy.updated', 'policy.deleted']);
+    expect(chain[3]!.data).toEqual({ policyKey: 'refunds' });
+  });
+
+  it('keeps policies per organization', async () => {
+    const other = await env.createOrg();
+    await other.request('put', '/v1/policies/theirs').send({}).expect(200);
+    await org.request('get', '/v1/policies/theirs').expect(404);
+    await org.request('delete', '/v1/policies/theirs').expect(404);
+    expect((await org.request('get', '/v1/policies').expect(200)).body.policies.map((p: { key: string }) => p.key)).not.toContain('theirs');
+  });
+
+  it.each([
+    ['an expression that does not parse', { rules: [{ when: 'payload.amount <=', outcome: 'allow' }] }, 'rules.0.when'],
+    [
+      'an expression that does not type-check',
+      {
+        rules: [
+          { when: 'true', outcome: 'allow' },
+          { when: "1 + 'a' == 2", outcome: 'allow' },
+        ],
+      },
+      'rules.1.when',
+    ],
+    ['an expression that cannot return a boolean', { rules: [{ when: '1 + 2', outcome: 'allow' }] }, 'rules.0.when'],
+    ['an unknown variable', { rules: [{ when: 'user.admin', outcome: 'allow' }] }, 'rules.0.when'],
+    ['an unknown outcome', { rules: [{ when: 'true', outcome: 'deny' }] }, 'rules.0.outcome'],
+    ['a missing when', { rules: [{ outcome: 'allow' }] }, 'rules.0.when'],
+    ['timeoutSeconds 0', { timeoutSeconds: 0 }, 'timeoutSeconds'],
+    ['timeoutSeconds over 30 days', { timeoutSeconds: 2_592_001 }, 'timeoutSeconds'],
+    ['a fractional timeout', { timeoutSeconds: 1.5 }, 'timeoutSeconds'],
+    ['an unknown onTimeout', { onTimeout: 'explode' }, 'onTimeout'],
+    ['an unknown defaultOutcome', { defaultOutcome: 'maybe' }, 'defaultOutcome'],
+    ['an unknown field', { timeout: 5 }, 'timeout'],
+    ['rules not an array', { rules: {} }, 'rules'],
+  ])('answers 422 for %s, naming the field', async (_name, body, path) => {
+    const res = await org.request('put', '/v1/policies/bad').send(body).expect(422);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
+    await org.request('get', '/v1/policies/bad').expect(404);
+  });
+
+  it('names the bad rule in the message', async () => {
+    const res = await org
+      .request('put', '/v1/policies/bad')
+      .send({
+        rules: [
+          { when: 'true', outcome: 'allow' },
+          { when: '(', outcome: 'allow' },
+        ],
+      })
+      .expect(422);
+    expect(res.body.detail).toMatch(/Rule 1/);
+    expect(res.body.errors).toEqual([{ path: 'rules.1.when', message: expect.stringMatching(/^Rule 1 does not compile/) }]);
+  });
+
+  it('answers 422 for a key over 200 characters', async () => {
+    await org
+      .request('put', `/v1/policies/${'k'.repeat(201)}`)
+      .send({})
+      .expect(422);
+  });
+});
+
+describe('policy evaluation', () => {
+  it('takes the first rule that matches, in order', async () => {
+    await org
+      .request('put', '/v1/policies/ordered')
+      .send({
+        rules: [
+          { when: 'payload.amount > 1000', outcome: 'review' },
+          { when: 'payload.amount > 10', outcome: 'allow' },
+        ],
+        defaultOutcome: 'review',
+      })
+      .expect(200);
+    expect((await createApproval({ policyKey: 'ordered', payload: { amount: 5000 } })).status).toBe(201);
+    expect((await createApproval({ policyKey: 'ordered', payload: { amount: 50 } })).status).toBe(200);
+    expect((await createApproval({ policyKey: 'ordered', payload: { amount: 5 } })).status).toBe(201);
+  });
+
+  it('reads action, agent and context', async () => {
+    await org
+      .request('put', '/v1/policies/vars')
+      .send({
+        rules: [
+          { when: "action == 'read' && agent == 'trusted-bot'", outcome: 'allow' },
+          { when: "context != null && context.ticket == 'OPS-1'", outcome: 'allow' },
+        ],
+      })
+      .expect(200);
+    expect((await createApproval({ action: 'read', agent: 'trusted-bot', policyKey: 'vars' })).status).toBe(200);
+    expect((await createApproval({ action: 'read', agent: 'other-bot', policyKey: 'vars' })).status).toBe(201);
+    expect((await createApproval({ action: 'read', policyKey: 'vars' })).status).toBe(201);
+    expect((await createApproval({ action: 'write', context: { ticket: 'OPS-1' }, policyKey: 'vars' })).status).toBe(200);
+  });
+
+  it('compares JSON numbers with integer and double literals', async () => {
+    await org
+      .request('put', '/v1/policies/numbers')
+      .send({ rules: [{ when: 'payload.amount <= 100 && payload.rate < 0.5', outcome: 'allow' }] })
+      .expect(200);
+    expect((await createApproval({ policyKey: 'numbers', payload: { amount: 99.5, rate: 0.25 } })).status).toBe(200);
+    expect((await createApproval({ policyKey: 'numbers', payload: { amount: 100, rate: 0 } })).status).toBe(200);
+    expect((await createApproval({ policyKey: 'numbers', payload: { amount: 100.5, rate: 0 } })).status).toBe(201);
+    expect((await createApproval({ policyKey: 'numbers', payload: { amount: 1, rate: 0.5 } })).status).toBe(201);
+  });
+
+  it('fails closed to review when a rule errors at evaluation, and records the error', async () => {
+    await org
+      .request('put', '/v1/policies/fragile')
+      .send({
+        rules: [
+          { when: 'payload.limit > 5', outcome: 'review' },
+          { when: 'true', outcome: 'allow' },
+        ],
+      })
+      .expect(200);
+    const missingField = await createApproval({ policyKey: 'fragile', payload: {} }).expect(201);
+    const wrongType = await createApproval({ policyKey: 'fragile', payload: { limit: 'many' } }).expect(201);
+    expect(missingField.body.status).toBe('pending');
+    const chain = await readChain(env.services.db, org.orgId);
+    for (const id of [missingField.body.id, wrongType.body.id]) {
+      const created = chain.find((e) => e.type === 'approval.created' && e.data.approvalId === id)!;
+      expect(created.data).toMatchObject({
+        outcome: 'review',
+        matchedRule: null,
+        evaluationError: expect.stringMatching(/^rules\.0\.when/),
+      });
+    }
+  });
+
+  it('fails closed when a dyn expression returns something other than a boolean', async () => {
+    await org
+      .request('put', '/v1/policies/dyn')
+      .send({ rules: [{ when: 'payload.flag', outcome: 'allow' }] })
+      .expect(200);
+    expect((await createApproval({ policyKey: 'dyn', payload: { flag: true } })).status).toBe(200);
+    expect((await createApproval({ policyKey: 'dyn', payload: { flag: 'yes' } })).status).toBe(201);
+  });
+
+  it('applies a policy change to later requests; a pending request keeps its timeout', async () => {
+    await org.request('put', '/v1/policies/changing').send({ timeoutSeconds: 100 }).expect(200);
+    const before = await createApproval({ policyKey: 'changing' }).expect(201);
+    await org.request('put', '/v1/policies/changing').send({ timeoutSeconds: 200 }).expect(200);
+    const after = await createApproval({ policyKey: 'changing' }).expect(201);
+    const timeoutOf = (view: { createdAt: string; expiresAt: string }) => (Date.parse(view.expiresAt) - Date.parse(view.createdAt)) / 1000;
+    expect(timeoutOf(before.body)).toBe(100);
+    expect(timeoutOf(after.body)).toBe(200);
+    const reread = await org.request('get', `/v1/approvals/${before.body.id}`).expect(200);
+    expect(timeoutOf(reread.body)).toBe(100);
+  });
+});
