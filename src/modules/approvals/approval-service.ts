@@ -109,7 +109,7 @@ export class ApprovalService {
     }
 
     const { settlement, events } = decideApproval(approval, decision, tenant.actor, now);
-    if (!(await store.settle(id, settlement, events, { beforeDeadline: true }))) {
+    if (!(await store.settle(id, settlement, events, 'before'))) {
       throw new ConflictError(`Approval ${id} was settled by another request or expired.`);
     }
     await this.settlements.publish(id);

@@ -75,21 +75,16 @@ export class ApprovalStore {
 
   /**
    * Moves a pending approval to a terminal state with its audit events. Returns false when it
-   * was no longer pending (another decision or the expiry won), or, with `beforeDeadline`,
-   * when its `expiresAt` has passed.
+   * was no longer pending, or not on the required side of its deadline: a decision needs
+   * `before` (expiresAt still ahead), a timeout needs `reached`.
    */
-  async settle(
-    id: string,
-    settlement: Settlement,
-    events: AuditEventDraft[],
-    { beforeDeadline }: { beforeDeadline: boolean },
-  ): Promise<boolean> {
+  async settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: 'before' | 'reached'): Promise<boolean> {
     const [row] = await this.db.$queryRaw<{ settled: boolean }[]>`
       SELECT ag_settle_approval(
         ${this.orgId}::uuid, ${id}::uuid,
         ${JSON.stringify(settlement)}::jsonb,
         ${auditEventsArgument(events)}::jsonb,
-        ${beforeDeadline}) AS settled`;
+        ${deadline}::text) AS settled`;
     return row?.settled === true;
   }
 }

@@ -1,0 +1,52 @@
+import { Queue, type ConnectionOptions } from 'bullmq';
+import { emailJob, expiryJob, retention, webhookDeliveryJob, type EmailJob } from './job-definitions.js';
+
+/** Typed ways to enqueue work, shared by the API and the workers. */
+export class JobProducers {
+  readonly expiry: Queue;
+  readonly webhookDelivery: Queue;
+  readonly email: Queue;
+
+  constructor(connection: ConnectionOptions, prefix: string) {
+    const options = { connection, prefix, defaultJobOptions: retention };
+    this.expiry = new Queue(expiryJob.queue, options);
+    this.webhookDelivery = new Queue(webhookDeliveryJob.queue, options);
+    this.email = new Queue(emailJob.queue, options);
+  }
+
+  /** A delayed job that fires at `expiresAt`; processing an early or repeated one is harmless. */
+  async scheduleExpiry(orgId: string, approvalId: string, expiresAt: Date): Promise<void> {
+    await this.expiry.add('expire', expiryJob.payload.parse({ orgId, approvalId }), {
+      jobId: expiryJob.jobId(approvalId),
+      delay: Math.max(0, expiresAt.getTime() - Date.now()),
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 1000 },
+    });
+  }
+
+  async scheduleDelivery(deliveryId: string, attempt: number, delayMs: number): Promise<void> {
+    await this.webhookDelivery.add(
+      'deliver',
+      webhookDeliveryJob.payload.parse({ deliveryId, attempt }),
+      // Attempts here cover our own failures (database away); the receiver's are retried by the processor's schedule.
+      {
+        jobId: webhookDeliveryJob.jobId(deliveryId, attempt),
+        delay: Math.max(0, delayMs),
+        attempts: 5,
+        backoff: { type: 'exponential', delay: 1000 },
+      },
+    );
+  }
+
+  async sendEmail(payload: EmailJob): Promise<void> {
+    await this.email.add(payload.kind, emailJob.payload.parse(payload), {
+      jobId: emailJob.jobId(payload),
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 5000 },
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.expiry.close(), this.webhookDelivery.close(), this.email.close()]);
+  }
+}
