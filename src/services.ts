@@ -1,10 +1,13 @@
 import type { Config } from './config.js';
 import { createDatabase, type Database } from './data/database.js';
 import type { Logger } from './lib/logger.js';
+import { withTimeout } from './lib/time.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import type { Redis } from 'ioredis';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
+import { OutboxSignal } from './modules/outbox/outbox-signal.js';
+import { JobProducers } from './queues/job-producers.js';
 import { OrgService } from './modules/orgs/org-service.js';
 import { PolicyService } from './modules/policies/policy-service.js';
 
@@ -15,6 +18,8 @@ export interface Services {
   db: Database;
   redis: Redis;
   settlements: ApprovalSettlements;
+  outboxSignal: OutboxSignal;
+  jobs: JobProducers;
   orgs: OrgService;
   policies: PolicyService;
   approvals: ApprovalService;
@@ -29,13 +34,20 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
   const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements', logger);
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
   await settlements.start();
+  const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
+  const jobs = new JobProducers(redis, config.REDIS_PREFIX);
 
   const orgs = new OrgService(db);
   const policies = new PolicyService(db);
-  const approvals = new ApprovalService(db, policies, settlements, {
-    freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
-    orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
-  });
+  const approvals = new ApprovalService(
+    db,
+    policies,
+    { settlements, outboxSignal, jobs, logger },
+    {
+      freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
+      orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
+    },
+  );
 
   return {
     config,
@@ -43,6 +55,8 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     db,
     redis,
     settlements,
+    outboxSignal,
+    jobs,
     orgs,
     policies,
     approvals,
@@ -61,6 +75,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     },
     async close() {
       settlements.close();
+      await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
       await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(subscriber)]);
     },
   };

@@ -4,13 +4,28 @@ import type { Tenant } from '../orgs/tenant.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
 import type { ApprovalCreateInput, ApprovalView, DecisionInput } from './approval-schemas.js';
+import type { Logger } from '../../lib/logger.js';
+import { withTimeout } from '../../lib/time.js';
+import type { JobProducers } from '../../queues/job-producers.js';
+import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalStore, type Approval, type MonthlyQuota } from './approval-store.js';
-import { applySettlement, createApproval, decideApproval, type Governing } from './approval-transitions.js';
+import { applySettlement, createApproval, decideApproval, type Creation, type Governing } from './approval-transitions.js';
+
+/** How long a request may wait on Redis for work that the sweepers would do anyway. */
+const REDIS_HINT_TIMEOUT_MS = 250;
 
 export interface ApprovalLimits {
   freeTierMonthlyApprovals: number;
   orphanTimeoutSeconds: number;
+}
+
+/** What runs after a commit: wake-ups and schedules in Redis, none of which is needed for correctness. */
+export interface AfterCommit {
+  settlements: ApprovalSettlements;
+  outboxSignal: OutboxSignal;
+  jobs: JobProducers;
+  logger: Logger;
 }
 
 export interface CreatedApproval {
@@ -23,7 +38,7 @@ export class ApprovalService {
   constructor(
     private readonly db: Database,
     private readonly policies: PolicyService,
-    private readonly settlements: ApprovalSettlements,
+    private readonly afterCommit: AfterCommit,
     private readonly limits: ApprovalLimits,
   ) {}
 
@@ -67,7 +82,8 @@ export class ApprovalService {
         }
       : { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds };
 
-    const { approval, events } = createApproval(input, governing, tenant.actor, now);
+    const creation = createApproval(input, governing, tenant.actor, now);
+    const { approval, events } = creation;
     const quota = this.quota(tenant, now);
     const outcome = await store.create(approval, events, quota);
     if (outcome === 'quota_exceeded') throw monthlyLimitReached(quota!);
@@ -75,7 +91,25 @@ export class ApprovalService {
       const existing = await store.findByIdempotencyKey(input.idempotencyKey!);
       return { created: false, approval: toApprovalView(existing!) };
     }
+    await this.announceCreation(tenant.orgId, creation);
     return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
+  }
+
+  /**
+   * Schedules the expiry of a pending approval and wakes the outbox relay. Failures only delay:
+   * the expiry sweeper and the relay's polling cover anything Redis missed.
+   */
+  private async announceCreation(orgId: string, { approval, events }: Creation): Promise<void> {
+    const { jobs, outboxSignal, logger } = this.afterCommit;
+    await Promise.all([
+      approval.expiresAt &&
+        withTimeout(jobs.scheduleExpiry(orgId, approval.id, approval.expiresAt), REDIS_HINT_TIMEOUT_MS, 'scheduling expiry').catch(
+          (error: unknown) => {
+            logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it');
+          },
+        ),
+      events.some((event) => event.webhook) && outboxSignal.notify(),
+    ]);
   }
 
   /**
@@ -86,7 +120,7 @@ export class ApprovalService {
     const store = this.store(tenant);
     if (!waitSeconds) return toApprovalView(await this.require(store, id));
 
-    const watch = this.settlements.watch(id);
+    const watch = this.afterCommit.settlements.watch(id);
     try {
       const approval = await this.require(store, id);
       if (approval.status !== 'pending') return toApprovalView(approval);
@@ -112,7 +146,7 @@ export class ApprovalService {
     if (!(await store.settle(id, settlement, events, 'before'))) {
       throw new ConflictError(`Approval ${id} was settled by another request or expired.`);
     }
-    await this.settlements.publish(id);
+    await Promise.all([this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
     return toApprovalView(applySettlement(approval, settlement));
   }
 

@@ -1,0 +1,34 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * Wakes the outbox relay as soon as a transaction that wrote outbox rows commits, so webhooks
+ * leave within milliseconds. Only a hint: the relay also polls, so a lost signal (Redis away)
+ * delays a webhook by one poll interval and never loses it.
+ */
+export class OutboxSignal {
+  private readonly channel: string;
+
+  constructor(
+    private readonly publisher: Redis,
+    prefix: string,
+    private readonly logger: Logger,
+  ) {
+    this.channel = `${prefix}:outbox:committed`;
+  }
+
+  async notify(): Promise<void> {
+    try {
+      await this.publisher.publish(this.channel, '1');
+    } catch (error) {
+      this.logger.warn({ err: error }, 'could not signal the outbox relay; it will poll');
+    }
+  }
+
+  async listen(subscriber: Redis, onSignal: () => void): Promise<void> {
+    subscriber.on('message', (channel: string) => {
+      if (channel === this.channel) onSignal();
+    });
+    await subscriber.subscribe(this.channel);
+  }
+}
