@@ -19,6 +19,27 @@ const environmentSchema = z.object({
   /** Upper bound on how long SIGTERM waits for in-flight work before the process exits. */
   SHUTDOWN_TIMEOUT_MS: positiveInt.max(30_000).default(25_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag.optional(),
+  /** Multiplies the webhook retry schedule (contract C5); tests run it in seconds with 0.001. */
+  WEBHOOK_BACKOFF_SCALE: z.coerce.number().positive().default(1),
+  /** Delivery attempts one worker process runs at once. */
+  WEBHOOK_DELIVERY_CONCURRENCY: positiveInt.default(50),
+  /** Attempts in flight to one endpoint across all workers, so a slow endpoint cannot take every slot. */
+  WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt.default(5),
+  /** Comma-separated roles of a worker process; all when unset (see workers/index.ts). */
+  WORKER_QUEUES: z.string().optional(),
+  /** How often the safety nets look for approvals whose expiry job was lost, and deliveries whose retry job was. */
+  EXPIRY_SWEEP_INTERVAL_MS: positiveInt.default(5_000),
+  DELIVERY_SWEEP_INTERVAL_MS: positiveInt.default(30_000),
+  /** Outbox polling when no commit signal arrives (Redis pub/sub lost, or another relay busy). */
+  OUTBOX_POLL_INTERVAL_MS: positiveInt.default(1_000),
+  /** How long a job may run without renewing its lock before another worker takes it over. */
+  WORKER_LOCK_DURATION_MS: positiveInt.default(30_000),
+  /** Outgoing mail, e.g. smtp://user:pass@smtp.example.com:587; without it mail is logged instead. */
+  SMTP_URL: z.url().optional(),
+  MAIL_FROM: z.string().min(3).default('Approval Gate <no-reply@approval-gate.invalid>'),
+  /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
+  ADMIN_USER: z.string().min(1).optional(),
+  ADMIN_PASSWORD: z.string().min(1).optional(),
 });
 
 export type Config = z.infer<typeof environmentSchema>;

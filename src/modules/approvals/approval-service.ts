@@ -10,7 +10,11 @@ import type { JobProducers } from '../../queues/job-producers.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalStore, type Approval, type MonthlyQuota } from './approval-store.js';
-import { applySettlement, createApproval, decideApproval, type Creation, type Governing } from './approval-transitions.js';
+import type { Actor } from '../audit/audit-events.js';
+import { applySettlement, createApproval, decideApproval, timeOutApproval, type Creation, type Governing } from './approval-transitions.js';
+
+/** When the database says a deadline is not reached yet although this process's clock says it is. */
+const CLOCK_SKEW_RETRY_MS = 100;
 
 /** How long a request may wait on Redis for work that the sweepers would do anyway. */
 const REDIS_HINT_TIMEOUT_MS = 250;
@@ -27,6 +31,9 @@ export interface AfterCommit {
   jobs: JobProducers;
   logger: Logger;
 }
+
+export type TimeoutOutcome =
+  { kind: 'settled'; status: Approval['status']; successorId: string | null } | { kind: 'not_due'; dueAt: Date } | { kind: 'not_pending' };
 
 export interface CreatedApproval {
   /** True when this call made the record; false for an idempotent replay. */
@@ -65,24 +72,23 @@ export class ApprovalService {
     throw monthlyLimitReached(quota);
   }
 
+  /** The policy a new request falls under, evaluated; an orphan when the key matches none. */
+  private async govern(orgId: string, input: ApprovalCreateInput): Promise<Governing> {
+    const policy = await this.policies.findDocument(orgId, input.policyKey);
+    if (!policy) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds };
+    const verdict = evaluatePolicy(policy, {
+      action: input.action,
+      payload: input.payload,
+      agent: input.agent ?? null,
+      context: input.context ?? null,
+    });
+    return { kind: 'policy', policy, verdict };
+  }
+
   async create(tenant: Tenant, input: ApprovalCreateInput): Promise<CreatedApproval> {
     const store = this.store(tenant);
     const now = new Date();
-    const policy = await this.policies.findDocument(tenant, input.policyKey);
-    const governing: Governing = policy
-      ? {
-          kind: 'policy',
-          policy,
-          verdict: evaluatePolicy(policy, {
-            action: input.action,
-            payload: input.payload,
-            agent: input.agent ?? null,
-            context: input.context ?? null,
-          }),
-        }
-      : { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds };
-
-    const creation = createApproval(input, governing, tenant.actor, now);
+    const creation = createApproval(input, await this.govern(tenant.orgId, input), tenant.actor, now);
     const { approval, events } = creation;
     const quota = this.quota(tenant, now);
     const outcome = await store.create(approval, events, quota);
@@ -129,6 +135,60 @@ export class ApprovalService {
     } finally {
       watch.release();
     }
+  }
+
+  /**
+   * Applies the timeout of a pending approval whose deadline has passed: `expired`, or
+   * `escalated` with a successor under `escalateTo` created in the same transaction. Safe to
+   * call repeatedly and concurrently (expiry job, sweeper, a racing decision): one call wins.
+   */
+  async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
+    const store = new ApprovalStore(this.db, orgId);
+    const approval = await store.findById(id);
+    if (!approval || approval.status !== 'pending' || !approval.expiresAt) return { kind: 'not_pending' };
+    const now = new Date();
+    if (approval.expiresAt > now) return { kind: 'not_due', dueAt: approval.expiresAt };
+
+    const successor = approval.onTimeout === 'escalate' && approval.escalateTo ? await this.successorOf(orgId, approval, actor, now) : null;
+    const { settlement, events } = timeOutApproval(approval, actor, now, successor);
+    const settled = successor
+      ? await store.settleWithSuccessor(id, settlement, events, successor)
+      : await store.settle(id, settlement, events, 'reached');
+    if (!settled) {
+      // Either another caller won, or the database clock has not reached the deadline yet.
+      const current = await store.findById(id);
+      return current?.status === 'pending'
+        ? { kind: 'not_due', dueAt: new Date(Date.now() + CLOCK_SKEW_RETRY_MS) }
+        : { kind: 'not_pending' };
+    }
+
+    await Promise.all([
+      this.afterCommit.settlements.publish(id),
+      successor && this.announceCreation(orgId, successor),
+      this.afterCommit.outboxSignal.notify(),
+    ]);
+    return { kind: 'settled', status: settlement.status, successorId: successor?.approval.id ?? null };
+  }
+
+  private async successorOf(orgId: string, approval: Approval, actor: Actor, now: Date): Promise<Creation> {
+    const input: ApprovalCreateInput = {
+      action: approval.action,
+      payload: approval.payload as ApprovalCreateInput['payload'],
+      context: approval.context as ApprovalCreateInput['context'],
+      agent: approval.agent,
+      policyKey: approval.escalateTo!,
+    };
+    return createApproval(input, await this.govern(orgId, input), actor, now, approval.id);
+  }
+
+  /** The sweeper: times out approvals overdue by `graceMs` or more, whose expiry job went missing. */
+  async timeOutOverdue(graceMs: number, limit: number, actor: Actor): Promise<number> {
+    const overdue = await ApprovalStore.findOverdue(this.db, graceMs, limit);
+    let settled = 0;
+    for (const { orgId, id } of overdue) {
+      if ((await this.timeOut(orgId, id, actor)).kind === 'settled') settled += 1;
+    }
+    return settled;
   }
 
   async decide(tenant: Tenant, id: string, decision: DecisionInput): Promise<ApprovalView> {

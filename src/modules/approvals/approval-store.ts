@@ -1,4 +1,4 @@
-import { postgresErrorCode, type Database } from '../../data/database.js';
+import { postgresErrorCode, type Database, type DatabaseClient } from '../../data/database.js';
 import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { auditEventsArgument } from '../audit/audit-store.js';
@@ -60,13 +60,7 @@ export class ApprovalStore {
    */
   async create(approval: NewApproval, events: AuditEventDraft[], quota: MonthlyQuota | null): Promise<CreateOutcome> {
     try {
-      const [row] = await this.db.$queryRaw<{ id: string | null }[]>`
-        SELECT ag_create_approval(
-          ${JSON.stringify(toApprovalRecord(this.orgId, approval))}::jsonb,
-          ${auditEventsArgument(events)}::jsonb,
-          ${quota?.limit ?? null}::integer,
-          ${quota?.month ?? null}::text) AS id`;
-      return row?.id ? 'created' : 'duplicate';
+      return (await insertApproval(this.db, this.orgId, approval, events, quota)) ? 'created' : 'duplicate';
     } catch (error) {
       if (postgresErrorCode(error) === QUOTA_EXCEEDED) return 'quota_exceeded';
       throw error;
@@ -78,15 +72,68 @@ export class ApprovalStore {
    * was no longer pending, or not on the required side of its deadline: a decision needs
    * `before` (expiresAt still ahead), a timeout needs `reached`.
    */
-  async settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: 'before' | 'reached'): Promise<boolean> {
-    const [row] = await this.db.$queryRaw<{ settled: boolean }[]>`
-      SELECT ag_settle_approval(
-        ${this.orgId}::uuid, ${id}::uuid,
-        ${JSON.stringify(settlement)}::jsonb,
-        ${auditEventsArgument(events)}::jsonb,
-        ${deadline}::text) AS settled`;
-    return row?.settled === true;
+  settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: Deadline): Promise<boolean> {
+    return settleApproval(this.db, this.orgId, id, settlement, events, deadline);
   }
+
+  /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
+  settleWithSuccessor(
+    id: string,
+    settlement: Settlement,
+    events: AuditEventDraft[],
+    successor: { approval: NewApproval; events: AuditEventDraft[] },
+  ): Promise<boolean> {
+    return this.db.$transaction(async (tx) => {
+      if (!(await settleApproval(tx, this.orgId, id, settlement, events, 'reached'))) return false;
+      await insertApproval(tx, this.orgId, successor.approval, successor.events, null);
+      return true;
+    });
+  }
+
+  /** Pending approvals whose deadline passed `graceMs` ago or more: the ones their expiry job missed. */
+  static async findOverdue(db: Database, graceMs: number, limit: number): Promise<{ orgId: string; id: string }[]> {
+    return db.approval.findMany({
+      where: { status: 'pending', expiresAt: { lte: new Date(Date.now() - graceMs) } },
+      select: { orgId: true, id: true },
+      orderBy: { expiresAt: 'asc' },
+      take: limit,
+    });
+  }
+}
+
+export type Deadline = 'before' | 'reached';
+
+async function insertApproval(
+  db: DatabaseClient,
+  orgId: string,
+  approval: NewApproval,
+  events: AuditEventDraft[],
+  quota: MonthlyQuota | null,
+): Promise<boolean> {
+  const [row] = await db.$queryRaw<{ id: string | null }[]>`
+    SELECT ag_create_approval(
+      ${JSON.stringify(toApprovalRecord(orgId, approval))}::jsonb,
+      ${auditEventsArgument(events)}::jsonb,
+      ${quota?.limit ?? null}::integer,
+      ${quota?.month ?? null}::text) AS id`;
+  return Boolean(row?.id);
+}
+
+async function settleApproval(
+  db: DatabaseClient,
+  orgId: string,
+  id: string,
+  settlement: Settlement,
+  events: AuditEventDraft[],
+  deadline: Deadline,
+): Promise<boolean> {
+  const [row] = await db.$queryRaw<{ settled: boolean }[]>`
+    SELECT ag_settle_approval(
+      ${orgId}::uuid, ${id}::uuid,
+      ${JSON.stringify(settlement)}::jsonb,
+      ${auditEventsArgument(events)}::jsonb,
+      ${deadline}::text) AS settled`;
+  return row?.settled === true;
 }
 
 /** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */

@@ -43,7 +43,13 @@ function webhookEvent(
   };
 }
 
-export function createApproval(input: ApprovalCreateInput, governing: Governing, actor: Actor, now: Date): Creation {
+export function createApproval(
+  input: ApprovalCreateInput,
+  governing: Governing,
+  actor: Actor,
+  now: Date,
+  escalatedFrom: string | null = null,
+): Creation {
   const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
   const timeoutSeconds = governing.kind === 'policy' ? governing.policy.timeoutSeconds : governing.timeoutSeconds;
   const approval: NewApproval = {
@@ -62,7 +68,7 @@ export function createApproval(input: ApprovalCreateInput, governing: Governing,
     verdict: autoApproved ? 'approved' : null,
     feedback: null,
     decidedAt: autoApproved ? now : null,
-    escalatedFrom: null,
+    escalatedFrom,
     escalatedTo: null,
   };
 
@@ -82,6 +88,7 @@ export function createApproval(input: ApprovalCreateInput, governing: Governing,
           ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
           : {}),
         expiresAt: approval.expiresAt?.toISOString() ?? null,
+        ...(escalatedFrom ? { escalatedFrom } : {}),
       },
     },
   ];
@@ -131,6 +138,47 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
           ...(decision.editedPayload ? { editedPayload: decision.editedPayload } : {}),
         },
         webhook: webhookEvent(type, settled, now, { verdict: decision.verdict, feedback }),
+      },
+    ],
+  };
+}
+
+/**
+ * What a pending approval becomes at its deadline: `expired`, or `escalated` with the successor
+ * (created under `escalateTo`, evaluated like any new request) that must commit with it.
+ */
+export function timeOutApproval(approval: Approval, actor: Actor, now: Date, successor: Creation | null): Settling {
+  const subject = subjectOf(approval);
+  if (approval.onTimeout === 'expire') {
+    const settled = { ...approval, status: 'expired' as const };
+    return {
+      settlement: { status: 'expired', verdict: null, feedback: null, decidedAt: now },
+      events: [
+        {
+          type: 'approval.expired',
+          actor,
+          createdAt: now,
+          data: { ...subject, expiresAt: approval.expiresAt?.toISOString() ?? null },
+          webhook: webhookEvent('approval.expired', settled, now, { verdict: null, feedback: null }),
+        },
+      ],
+    };
+  }
+  const escalatedTo = successor?.approval.id;
+  const settled = { ...approval, status: 'escalated' as const };
+  return {
+    settlement: { status: 'escalated', verdict: null, feedback: null, decidedAt: now, ...(escalatedTo ? { escalatedTo } : {}) },
+    events: [
+      {
+        type: 'approval.escalated',
+        actor,
+        createdAt: now,
+        data: { ...subject, escalateTo: approval.escalateTo, escalatedTo: escalatedTo ?? null },
+        webhook: webhookEvent('approval.escalated', settled, now, {
+          verdict: null,
+          feedback: null,
+          ...(escalatedTo ? { escalatedTo } : {}),
+        }),
       },
     ],
   };

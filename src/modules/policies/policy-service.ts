@@ -8,13 +8,13 @@ import { PolicyStore, type Policy } from './policy-store.js';
 export class PolicyService {
   constructor(private readonly db: Database) {}
 
-  private store(tenant: Tenant): PolicyStore {
+  private store(tenant: Pick<Tenant, 'orgId'>): PolicyStore {
     return new PolicyStore(this.db, tenant.orgId);
   }
 
-  /** The stored document, or null: what approval creation evaluates. */
-  async findDocument(tenant: Tenant, key: string): Promise<PolicyDocument | null> {
-    const policy = await this.store(tenant).find(key);
+  /** The stored document, or null: what approval creation (and escalation) evaluates. */
+  async findDocument(orgId: string, key: string): Promise<PolicyDocument | null> {
+    const policy = await this.store({ orgId }).find(key);
     return policy && toDocument(policy);
   }
 

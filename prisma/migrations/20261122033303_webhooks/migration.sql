@@ -1,6 +1,9 @@
 -- CreateEnum
 CREATE TYPE "DeliveryStatus" AS ENUM ('pending', 'succeeded', 'failed');
 
+-- AlterTable
+ALTER TABLE "outbox_messages" ADD COLUMN     "claimed_until" TIMESTAMPTZ(3);
+
 -- CreateTable
 CREATE TABLE "webhook_endpoints" (
     "id" UUID NOT NULL,

@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expiryJob } from '../src/queues/job-definitions.js';
+import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
+import { chainProblem, readChain } from './support/audit-chain.js';
+import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+
+let env: TestEnv;
+let org: TestOrg;
+let worker: WorkerRuntime;
+
+beforeAll(async () => {
+  env = await createTestEnv({ EXPIRY_SWEEP_INTERVAL_MS: '500' });
+  worker = await startWorkerRuntime(env.services, ['approval-expiry', 'maintenance', 'outbox-relay']);
+  org = await env.createOrg();
+  await org.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
+});
+afterAll(async () => {
+  await worker.stop();
+  await env.close();
+});
+
+type View = {
+  id: string;
+  status: string;
+  expiresAt: string | null;
+  createdAt: string;
+  escalatedTo?: string;
+  escalatedFrom?: string;
+  feedback: string | null;
+};
+
+const create = async (policyKey: string, payload: Record<string, unknown> = {}) =>
+  (await org.request('post', '/v1/approvals').send({ action: 'deploy', payload, policyKey, agent: 'bot' })).body as View;
+
+const waitForSettlement = async (id: string) => (await org.request('get', `/v1/approvals/${id}?wait=10`).expect(200)).body as View;
+
+describe('expiry', () => {
+  it('expires a pending approval within a second of its deadline, with its audit event and webhook', async () => {
+    const approval = await create('short');
+    const deadline = Date.parse(approval.expiresAt!);
+    const settled = await waitForSettlement(approval.id);
+    const lateness = Date.now() - deadline;
+    expect(settled).toMatchObject({ status: 'expired', expiresAt: null, feedback: null });
+    expect(lateness).toBeLessThan(1000);
+
+    const chain = await readChain(env.services.db, org.orgId);
+    const expired = chain.find((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id)!;
+    expect(JSON.parse(expired.actor)).toEqual({ type: 'system', id: 'expiry-worker' });
+    expect(expired.data).toMatchObject({ action: 'deploy', agent: 'bot' });
+    const outbox = await env.services.db.outboxMessage.findFirstOrThrow({
+      where: { eventId: (await webhookFor(approval.id, 'approval.expired')).id },
+    });
+    expect(outbox.body).toMatchObject({
+      type: 'approval.expired',
+      data: { approvalId: approval.id, status: 'expired', verdict: null, feedback: null },
+    });
+  });
+
+  it('answers 409 to a decision after the expiry', async () => {
+    const approval = await create('short');
+    await waitForSettlement(approval.id);
+    const res = await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(409);
+    expect(res.body.code).toBe('conflict');
+  });
+
+  it('expires approvals whose job Redis lost, through the sweeper', async () => {
+    const approval = await create('short');
+    const job = await env.services.jobs.expiry.getJob(expiryJob.jobId(approval.id));
+    expect(job).toBeDefined();
+    await job!.remove();
+    const settled = await waitForSettlement(approval.id);
+    expect(settled.status).toBe('expired');
+    const chain = await readChain(env.services.db, org.orgId);
+    const expired = chain.find((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id)!;
+    expect(JSON.parse(expired.actor)).toEqual({ type: 'system', id: 'expiry-sweeper' });
+  });
+
+  it('gives a decision racing the expiry exactly one winner', async () => {
+    const approvals = await Promise.all(Array.from({ length: 20 }, () => create('short')));
+    const deadline = Math.max(...approvals.map((a) => Date.parse(a.expiresAt!)));
+    // Fire decisions across the deadline, from 150 ms before to 150 ms after it.
+    const decisions = approvals.map(async (approval, i) => {
+      const at = Date.parse(approval.expiresAt!) - 150 + i * 15;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+      return org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' });
+    });
+    const responses = await Promise.all(decisions);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline + 1500 - Date.now())));
+
+    const chain = await readChain(env.services.db, org.orgId);
+    expect(chainProblem(chain)).toBeNull();
+    for (const [i, approval] of approvals.entries()) {
+      const terminal = chain.filter(
+        (event) => event.data.approvalId === approval.id && ['approval.approved', 'approval.expired'].includes(event.type),
+      );
+      expect(terminal).toHaveLength(1);
+      const stored = (await org.request('get', `/v1/approvals/${approval.id}`).expect(200)).body as View;
+      expect(responses[i]!.status).toBe(stored.status === 'approved' ? 200 : 409);
+      expect(terminal[0]!.type).toBe(`approval.${stored.status}`);
+    }
+  });
+});
+
+describe('escalation', () => {
+  it('hands over along the escalateTo chain, linking each record to its successor', async () => {
+    await org.request('put', '/v1/policies/tier1').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'tier2' }).expect(200);
+    await org.request('put', '/v1/policies/tier2').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'tier3' }).expect(200);
+    await org.request('put', '/v1/policies/tier3').send({ timeoutSeconds: 1 }).expect(200);
+
+    const first = await create('tier1', { amount: 7 });
+    const firstSettled = await waitForSettlement(first.id);
+    expect(firstSettled).toMatchObject({ status: 'escalated', expiresAt: null, feedback: null, escalatedTo: expect.any(String) });
+    await org.request('post', `/v1/approvals/${first.id}/decision`).send({ verdict: 'approved' }).expect(409);
+
+    const second = (await org.request('get', `/v1/approvals/${firstSettled.escalatedTo}`).expect(200)).body as View;
+    expect(second).toMatchObject({ status: 'pending', escalatedFrom: first.id, payload: { amount: 7 }, action: 'deploy' });
+    const secondSettled = await waitForSettlement(second.id);
+    expect(secondSettled).toMatchObject({ status: 'escalated', escalatedFrom: first.id, escalatedTo: expect.any(String) });
+
+    const third = await waitForSettlement(secondSettled.escalatedTo!);
+    expect(third).toMatchObject({ status: 'expired', escalatedFrom: second.id });
+    expect(third).not.toHaveProperty('escalatedTo');
+
+    const webhook = await webhookFor(first.id, 'approval.escalated');
+    expect(webhook).toMatchObject({ data: { status: 'escalated', verdict: null, escalatedTo: second.id } });
+    const successorCreated = (await readChain(env.services.db, org.orgId)).find(
+      (event) => event.type === 'approval.created' && event.data.approvalId === second.id,
+    )!;
+    expect(successorCreated.data).toMatchObject({ escalatedFrom: first.id, policyKey: 'tier2' });
+  });
+
+  it('evaluates the successor like a new request: approved at once, or an orphan', async () => {
+    await org
+      .request('put', '/v1/policies/to-allow')
+      .send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'allow-all' })
+      .expect(200);
+    await org.request('put', '/v1/policies/allow-all').send({ defaultOutcome: 'allow' }).expect(200);
+    await org
+      .request('put', '/v1/policies/to-nowhere')
+      .send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'missing' })
+      .expect(200);
+
+    const toAllow = await waitForSettlement((await create('to-allow')).id);
+    const approved = (await org.request('get', `/v1/approvals/${toAllow.escalatedTo}`).expect(200)).body as View;
+    expect(approved).toMatchObject({ status: 'approved', expiresAt: null });
+
+    const toNowhere = await waitForSettlement((await create('to-nowhere')).id);
+    const orphan = (await org.request('get', `/v1/approvals/${toNowhere.escalatedTo}`).expect(200)).body as View;
+    expect(orphan.status).toBe('pending');
+    expect(Date.parse(orphan.expiresAt!) - Date.parse(orphan.createdAt)).toBe(env.config.ORPHAN_TIMEOUT_SECONDS * 1000);
+    expect(await webhookFor(orphan.id, 'approval.orphaned')).toMatchObject({ data: { status: 'pending', verdict: null } });
+  });
+
+  it('escalates without a successor when escalateTo is null', async () => {
+    await org.request('put', '/v1/policies/dead-end').send({ timeoutSeconds: 1, onTimeout: 'escalate' }).expect(200);
+    const settled = await waitForSettlement((await create('dead-end')).id);
+    expect(settled.status).toBe('escalated');
+    expect(settled).not.toHaveProperty('escalatedTo');
+    const webhook = await webhookFor(settled.id, 'approval.escalated');
+    expect(webhook.data).not.toHaveProperty('escalatedTo');
+  });
+});
+
+describe('outbox relay', () => {
+  it('marks every webhook event relayed and fans it out to subscribed endpoints', async () => {
+    const endpoint = await env.services.db.webhookEndpoint.create({
+      data: { orgId: org.orgId, url: 'http://127.0.0.1:9/hook', events: ['approval.rejected'], secret: 'whsec_test' },
+    });
+    const approval = await create('short');
+    await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
+    const event = await webhookFor(approval.id, 'approval.rejected');
+
+    await until(async () => (await env.services.db.outboxMessage.findUniqueOrThrow({ where: { eventId: event.id } })).relayedAt !== null);
+    const deliveries = await env.services.db.webhookDelivery.findMany({ where: { eventId: event.id } });
+    expect(deliveries).toEqual([expect.objectContaining({ endpointId: endpoint.id, status: 'pending', attemptCount: 0 })]);
+    expect(await env.services.jobs.webhookDelivery.getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
+    await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
+  });
+});
+
+async function webhookFor(approvalId: string, type: string) {
+  const rows = await env.services.db.outboxMessage.findMany({ where: { orgId: org.orgId, eventType: type } });
+  const body = rows.map((row) => row.body as { id: string; data: Record<string, unknown> }).find((b) => b.data.approvalId === approvalId);
+  if (!body) throw new Error(`no ${type} webhook for ${approvalId}`);
+  return body;
+}
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,0 +1,104 @@
+import { Queue, Worker, type Processor } from 'bullmq';
+import { Redis } from 'ioredis';
+import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
+import { OutboxStore } from '../src/modules/outbox/outbox-store.js';
+import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
+import { expiryJob, maintenanceJob, retention, type QueueName } from '../src/queues/job-definitions.js';
+import type { Services } from '../src/services.js';
+import { createExpiryProcessor } from './expiry-processor.js';
+import { createMaintenanceProcessor } from './maintenance-processor.js';
+
+/** What a worker process can do; WORKER_QUEUES picks a subset, all by default. */
+export const WORKER_ROLES = ['outbox-relay', expiryJob.queue, maintenanceJob.queue] as const satisfies readonly (
+  QueueName | 'outbox-relay'
+)[];
+export type WorkerRole = (typeof WORKER_ROLES)[number];
+
+export function parseWorkerRoles(list: string | undefined): WorkerRole[] {
+  if (!list) return [...WORKER_ROLES];
+  const roles = list
+    .split(',')
+    .map((role) => role.trim())
+    .filter(Boolean);
+  const unknown = roles.filter((role) => !(WORKER_ROLES as readonly string[]).includes(role));
+  if (unknown.length > 0) throw new Error(`WORKER_QUEUES names unknown roles: ${unknown.join(', ')} (known: ${WORKER_ROLES.join(', ')})`);
+  return roles as WorkerRole[];
+}
+
+export interface WorkerRuntime {
+  /** Stops taking work, lets running jobs finish, closes its connections. */
+  stop(): Promise<void>;
+}
+
+/** Starts the processors and the relay loop of the given roles inside this process. */
+export async function startWorkerRuntime(services: Services, roles: readonly WorkerRole[]): Promise<WorkerRuntime> {
+  const { config, logger } = services;
+  const connections: Redis[] = [];
+  const workers: Worker[] = [];
+  const stoppers: (() => Promise<void>)[] = [];
+
+  const startWorker = (queue: QueueName, processor: Processor, concurrency: number) => {
+    // Workers block on Redis, so each gets its own connection without a retry limit (BullMQ requirement).
+    const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null, connectionName: `approval-gate:worker:${queue}` });
+    connection.on('error', (error: Error) => logger.warn({ err: error, queue }, 'redis connection error'));
+    connections.push(connection);
+    const worker = new Worker(queue, processor, {
+      connection,
+      prefix: config.REDIS_PREFIX,
+      concurrency,
+      lockDuration: config.WORKER_LOCK_DURATION_MS,
+    });
+    worker.on('failed', (job, error) => logger.warn({ err: error, queue, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+    worker.on('error', (error) => logger.error({ err: error, queue }, 'worker error'));
+    workers.push(worker);
+  };
+
+  if (roles.includes(expiryJob.queue)) {
+    startWorker(expiryJob.queue, createExpiryProcessor(services.approvals), 20);
+  }
+
+  if (roles.includes(maintenanceJob.queue)) {
+    const maintenance = new Queue(maintenanceJob.queue, {
+      connection: services.redis,
+      prefix: config.REDIS_PREFIX,
+      defaultJobOptions: retention,
+    });
+    // Upserting is idempotent: every worker process declares the same schedules.
+    await maintenance.upsertJobScheduler(
+      'sweep-expired-approvals',
+      { every: config.EXPIRY_SWEEP_INTERVAL_MS },
+      { name: 'sweep-expired-approvals', data: { task: 'sweep-expired-approvals' } },
+    );
+    stoppers.push(() => maintenance.close());
+    startWorker(maintenanceJob.queue, createMaintenanceProcessor({ approvals: services.approvals }), 1);
+  }
+
+  if (roles.includes('outbox-relay')) {
+    const relay = new OutboxRelay(new OutboxStore(services.db), services.jobs, logger, {
+      batchSize: 200,
+      pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
+      leaseMs: 30_000,
+    });
+    const subscriber = createRedisSubscriber(config.REDIS_URL, 'outbox-relay', logger);
+    connections.push(subscriber);
+    await services.outboxSignal
+      .listen(subscriber, () => relay.signal())
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, 'outbox relay not subscribed; polling only');
+      });
+    const stop = new AbortController();
+    const running = relay.run(stop.signal);
+    stoppers.push(async () => {
+      stop.abort();
+      await running;
+    });
+  }
+
+  logger.info({ roles }, 'worker started');
+  return {
+    async stop() {
+      await Promise.all([...workers.map((worker) => worker.close()), ...stoppers.map((stop) => stop())]);
+      await Promise.all(connections.map(closeRedis));
+    },
+  };
+}
