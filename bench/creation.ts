@@ -1,0 +1,243 @@
+// Approval creation throughput (POST /v1/approvals) against the real API in a child process,
+// compared with a bare Express 5 "hello JSON" ceiling measured on the same machine in the same run.
+//
+//   npm run bench:creation                          20 s measured per scenario, 3 runs
+//   BENCH_DURATION=5 BENCH_RUNS=1 npm run bench:creation
+//
+// BENCH_WARMUP (default 5 s) runs before every measurement and is not counted. The last line of
+// stdout is the figures as JSON.
+import autocannon from 'autocannon';
+import {
+  createOrgs,
+  deleteRedisKeys,
+  dropDatabase,
+  envNumber,
+  formatTable,
+  HOST,
+  log,
+  mapConcurrent,
+  median,
+  putPolicy,
+  recreateDatabase,
+  round,
+  runBenchmark,
+  startHelloServer,
+  startWebServer,
+  type BenchOrg,
+} from './support.js';
+
+const DURATION_S = envNumber('BENCH_DURATION', 20);
+const WARMUP_S = envNumber('BENCH_WARMUP', 5);
+const RUNS = Math.round(envNumber('BENCH_RUNS', 3));
+const CONNECTIONS = 50;
+const ORG_COUNT = 100;
+const DATABASE = 'approval_gate_bench';
+const REDIS_PREFIX = 'agbench';
+const API_PORT = 3901;
+const HELLO_PORT = 3902;
+
+const POLICIES = {
+  'bench-review': { defaultOutcome: 'review' },
+  'bench-allow': { rules: [{ when: 'true', outcome: 'allow' }], defaultOutcome: 'review' },
+} as const;
+
+/** What autocannon sends: one path and body, with the key of one org or rotating over many. */
+interface Target {
+  name: string;
+  port: number;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  keys?: string[];
+  /** The 2xx status every response should have. */
+  expectedStatus: number;
+}
+
+interface Measurement {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** 2xx responses with another status than the expected one (e.g. 200 where 201 was due). */
+  unexpected2xx: number;
+  statusCodes: Record<string, number>;
+}
+
+function creationTarget(name: string, policyKey: keyof typeof POLICIES, orgs: BenchOrg[]): Target {
+  return {
+    name,
+    port: API_PORT,
+    method: 'POST',
+    path: '/v1/approvals',
+    body: JSON.stringify({ action: 'refund', payload: { amount: 5000, currency: 'EUR' }, policyKey, agent: 'bench-agent' }),
+    keys: orgs.map((org) => org.key),
+    expectedStatus: policyKey === 'bench-allow' ? 200 : 201,
+  };
+}
+
+function autocannonOptions(target: Target, durationS: number): autocannon.Options {
+  const keys = target.keys ?? [];
+  const headers: Record<string, string> = target.body ? { 'content-type': 'application/json' } : {};
+  if (keys.length === 1) headers.authorization = `Bearer ${keys[0]}`;
+  let next = 0;
+  return {
+    url: `http://${HOST}:${target.port}${target.path}`,
+    method: target.method,
+    body: target.body,
+    headers,
+    connections: CONNECTIONS,
+    duration: durationS,
+    // Several keys: every request, across all connections, takes the next org's key in turn.
+    requests:
+      keys.length > 1
+        ? [
+            {
+              setupRequest: (request) => ({
+                ...request,
+                headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
+              }),
+            },
+          ]
+        : undefined,
+  };
+}
+
+async function runAutocannon(target: Target, durationS: number): Promise<Measurement> {
+  const result = await autocannon(autocannonOptions(target, durationS));
+  const statusCodes = Object.fromEntries(
+    Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, Number(stats.count ?? 0)]),
+  );
+  const unexpected2xx = Object.entries(statusCodes)
+    .filter(([code]) => code.startsWith('2') && Number(code) !== target.expectedStatus)
+    .reduce((sum, [, count]) => sum + count, 0);
+  return {
+    rps: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    unexpected2xx,
+    statusCodes,
+  };
+}
+
+const problemsOf = (m: Measurement) => m.non2xx + m.errors + m.timeouts + m.unexpected2xx;
+const describeProblems = (m: Measurement) =>
+  `non-2xx ${m.non2xx}, errors ${m.errors}, timeouts ${m.timeouts}, unexpected 2xx ${m.unexpected2xx}, status codes ${JSON.stringify(m.statusCodes)}`;
+
+/** A warm-up (not counted, but its problems are shown), then the measurement. */
+async function measure(target: Target): Promise<Measurement> {
+  const warmup = await runAutocannon(target, WARMUP_S);
+  if (problemsOf(warmup) > 0) log(`!!! ${target.name}: problems during warm-up: ${describeProblems(warmup)}`);
+  const measured = await runAutocannon(target, DURATION_S);
+  log(
+    `${target.name.padEnd(26)} ${round(measured.rps, 0)} req/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms` +
+      (problemsOf(measured) > 0 ? `  !!! ${describeProblems(measured)}` : ''),
+  );
+  return measured;
+}
+
+/** Medians over the runs for the figures, totals for the problems; the ceiling is its own ratio, 1. */
+function summarize(runs: Measurement[], ratios: number[] = runs.map(() => 1)) {
+  const total = (pick: (m: Measurement) => number) => runs.reduce((sum, m) => sum + pick(m), 0);
+  return {
+    rps: round(median(runs.map((m) => m.rps)), 0),
+    rpsMin: round(Math.min(...runs.map((m) => m.rps)), 0),
+    rpsMax: round(Math.max(...runs.map((m) => m.rps)), 0),
+    p50Ms: median(runs.map((m) => m.p50Ms)),
+    p99Ms: median(runs.map((m) => m.p99Ms)),
+    ratioToCeiling: round(median(ratios), 3),
+    non2xx: total((m) => m.non2xx),
+    errors: total((m) => m.errors),
+    timeouts: total((m) => m.timeouts),
+    unexpected2xx: total((m) => m.unexpected2xx),
+    runs,
+  };
+}
+
+runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) * 1000, async (cleanup) => {
+  log(`${RUNS} run(s); per scenario ${WARMUP_S} s warm-up + ${DURATION_S} s measured, ${CONNECTIONS} connections`);
+  cleanup(async () => {
+    await dropDatabase(DATABASE);
+    const deleted = await deleteRedisKeys(REDIS_PREFIX);
+    log(`cleaned up: dropped ${DATABASE}, deleted ${deleted} Redis key(s) ${REDIS_PREFIX}:*`);
+  });
+  const dbUrl = await recreateDatabase(DATABASE);
+  log(`migrated ${DATABASE}; creating ${ORG_COUNT} organizations`);
+  const orgs = await createOrgs(dbUrl, ORG_COUNT);
+
+  const hello = await startHelloServer(HELLO_PORT);
+  cleanup(() => hello.stop());
+  const api = await startWebServer({ port: API_PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX });
+  cleanup(() => api.stop());
+  log(`servers up (api pid ${api.pid}, hello pid ${hello.pid}); putting policies`);
+  await mapConcurrent(orgs, 10, (org) =>
+    Promise.all(Object.entries(POLICIES).map(([policyKey, document]) => putPolicy(API_PORT, org.key, policyKey, document))),
+  );
+
+  const ceilingTarget: Target = { name: 'express hello (ceiling)', port: HELLO_PORT, method: 'GET', path: '/', expectedStatus: 200 };
+  const scenarios = [
+    creationTarget('pending, 1 org', 'bench-review', orgs.slice(0, 1)),
+    creationTarget(`pending, ${ORG_COUNT} orgs`, 'bench-review', orgs),
+    creationTarget('auto-approve, 1 org', 'bench-allow', orgs.slice(0, 1)),
+    creationTarget(`auto-approve, ${ORG_COUNT} orgs`, 'bench-allow', orgs),
+  ];
+
+  const ceilingRuns: Measurement[] = [];
+  const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[] }));
+  for (let run = 1; run <= RUNS; run++) {
+    log(`--- run ${run}/${RUNS}`);
+    const ceiling = await measure(ceilingTarget);
+    ceilingRuns.push(ceiling);
+    for (const [i, target] of scenarios.entries()) {
+      const measured = await measure(target);
+      scenarioRuns[i]!.runs.push(measured);
+      scenarioRuns[i]!.ratios.push(measured.rps / ceiling.rps);
+    }
+  }
+
+  const ceiling = summarize(ceilingRuns);
+  const results = scenarios.map((target, i) => ({ scenario: target.name, ...summarize(scenarioRuns[i]!.runs, scenarioRuns[i]!.ratios) }));
+  const rows = [{ scenario: ceilingTarget.name, ...ceiling }, ...results];
+
+  console.log(
+    `\nApproval creation, ${CONNECTIONS} connections, ${DURATION_S} s measured after ${WARMUP_S} s warm-up; median of ${RUNS} run(s)`,
+  );
+  console.log(`(non-2xx, errors: totals over all runs; "vs ceiling": creation req/s / hello req/s of the same run)\n`);
+  console.log(
+    formatTable(
+      ['scenario', 'req/s', 'req/s range', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'vs ceiling'],
+      rows.map((r) => [
+        r.scenario,
+        r.rps,
+        `${r.rpsMin}-${r.rpsMax}`,
+        r.p50Ms,
+        r.p99Ms,
+        r.non2xx,
+        r.errors + r.timeouts,
+        `${round(r.ratioToCeiling * 100, 1)}%`,
+      ]),
+    ),
+  );
+  const troubled = rows.filter((r) => r.non2xx + r.errors + r.timeouts + r.unexpected2xx > 0);
+  for (const r of troubled) {
+    const codes = r.runs.map((m) => JSON.stringify(m.statusCodes)).join(' ');
+    console.log(
+      `\n!!! ${r.scenario}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts, ${r.unexpected2xx} unexpected 2xx; status codes per run: ${codes}`,
+    );
+  }
+  if (troubled.length === 0) console.log('\nNo non-2xx responses, errors or unexpected statuses.');
+
+  console.log(
+    JSON.stringify({
+      benchmark: 'creation',
+      at: new Date().toISOString(),
+      settings: { durationS: DURATION_S, warmupS: WARMUP_S, runs: RUNS, connections: CONNECTIONS, orgs: ORG_COUNT },
+      ceiling,
+      scenarios: results,
+    }),
+  );
+});
