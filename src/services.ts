@@ -10,6 +10,7 @@ import { OutboxSignal } from './modules/outbox/outbox-signal.js';
 import { JobProducers } from './queues/job-producers.js';
 import { OrgService } from './modules/orgs/org-service.js';
 import { PolicyService } from './modules/policies/policy-service.js';
+import { WebhookService } from './modules/webhooks/webhook-service.js';
 
 /** Everything a process needs, wired once from the configuration (the composition root). */
 export interface Services {
@@ -23,6 +24,7 @@ export interface Services {
   orgs: OrgService;
   policies: PolicyService;
   approvals: ApprovalService;
+  webhooks: WebhookService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
@@ -48,6 +50,12 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
       orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
     },
   );
+  /**
+   * Webhook URLs resolving to loopback, private or link-local addresses (contract C5): allowed in
+   * development and test unless WEBHOOK_ALLOW_PRIVATE_URLS=false, refused in production unless it is true.
+   */
+  const allowPrivateUrls = config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production';
+  const webhooks = new WebhookService(db, { jobs, logger }, { allowPrivateUrls });
 
   return {
     config,
@@ -60,6 +68,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     orgs,
     policies,
     approvals,
+    webhooks,
     async checkReadiness() {
       const [postgres, redisUp] = await Promise.all([
         db.$queryRaw`SELECT 1`.then(

@@ -3,15 +3,26 @@ import { Redis } from 'ioredis';
 import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
 import { OutboxStore } from '../src/modules/outbox/outbox-store.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
-import { expiryJob, maintenanceJob, retention, type QueueName } from '../src/queues/job-definitions.js';
+import { DeliveryService } from '../src/modules/webhooks/delivery-service.js';
+import { DeliveryStore } from '../src/modules/webhooks/delivery-store.js';
+import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
+import { allowsPrivateWebhookUrls } from '../src/modules/webhooks/webhook-url-guard.js';
+import { createMailer } from '../src/lib/mailer.js';
+import { emailJob, expiryJob, maintenanceJob, retention, webhookDeliveryJob, type QueueName } from '../src/queues/job-definitions.js';
 import type { Services } from '../src/services.js';
 import { createExpiryProcessor } from './expiry-processor.js';
+import { createEmailProcessor } from './email-processor.js';
 import { createMaintenanceProcessor } from './maintenance-processor.js';
+import { createWebhookDeliveryProcessor } from './webhook-delivery-processor.js';
 
 /** What a worker process can do; WORKER_QUEUES picks a subset, all by default. */
-export const WORKER_ROLES = ['outbox-relay', expiryJob.queue, maintenanceJob.queue] as const satisfies readonly (
-  QueueName | 'outbox-relay'
-)[];
+export const WORKER_ROLES = [
+  'outbox-relay',
+  expiryJob.queue,
+  webhookDeliveryJob.queue,
+  emailJob.queue,
+  maintenanceJob.queue,
+] as const satisfies readonly (QueueName | 'outbox-relay')[];
 export type WorkerRole = (typeof WORKER_ROLES)[number];
 
 export function parseWorkerRoles(list: string | undefined): WorkerRole[] {
@@ -53,8 +64,23 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
     workers.push(worker);
   };
 
+  // An attempt holds its endpoint slot for at most the 15 s delivery deadline; the margin covers clock drift.
+  const slots = new EndpointSlots(services.redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, 30_000);
+  const deliveries = new DeliveryService(new DeliveryStore(services.db), slots, services.jobs, logger, {
+    allowPrivate: allowsPrivateWebhookUrls(config),
+    backoffScale: config.WEBHOOK_BACKOFF_SCALE,
+  });
+
   if (roles.includes(expiryJob.queue)) {
     startWorker(expiryJob.queue, createExpiryProcessor(services.approvals), 20);
+  }
+  if (roles.includes(webhookDeliveryJob.queue)) {
+    startWorker(webhookDeliveryJob.queue, createWebhookDeliveryProcessor(deliveries), config.WEBHOOK_DELIVERY_CONCURRENCY);
+  }
+  if (roles.includes(emailJob.queue)) {
+    const mailer = createMailer(config, logger);
+    stoppers.push(async () => mailer.close());
+    startWorker(emailJob.queue, createEmailProcessor({ db: services.db, mailer, logger }), 5);
   }
 
   if (roles.includes(maintenanceJob.queue)) {
@@ -64,13 +90,15 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
       defaultJobOptions: retention,
     });
     // Upserting is idempotent: every worker process declares the same schedules.
-    await maintenance.upsertJobScheduler(
-      'sweep-expired-approvals',
-      { every: config.EXPIRY_SWEEP_INTERVAL_MS },
-      { name: 'sweep-expired-approvals', data: { task: 'sweep-expired-approvals' } },
-    );
+    const schedules = [
+      ['sweep-expired-approvals', config.EXPIRY_SWEEP_INTERVAL_MS],
+      ['sweep-stalled-deliveries', config.DELIVERY_SWEEP_INTERVAL_MS],
+    ] as const;
+    for (const [task, every] of schedules) {
+      await maintenance.upsertJobScheduler(task, { every }, { name: task, data: { task } });
+    }
     stoppers.push(() => maintenance.close());
-    startWorker(maintenanceJob.queue, createMaintenanceProcessor({ approvals: services.approvals }), 1);
+    startWorker(maintenanceJob.queue, createMaintenanceProcessor({ approvals: services.approvals, deliveries }), 1);
   }
 
   if (roles.includes('outbox-relay')) {

@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
+import { mountQueueDashboard } from './admin-queues.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
+import { webhookRoutes } from './routes/webhook-routes.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -29,7 +31,7 @@ export function createApp(services: Services): Express {
     }),
   );
 
-  const routes = [...approvalRoutes(services.approvals), ...policyRoutes(services.policies)];
+  const routes = [...approvalRoutes(services.approvals), ...policyRoutes(services.policies), ...webhookRoutes(services.webhooks)];
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
 
   app.get('/healthz', (_req, res) => {
@@ -48,6 +50,11 @@ export function createApp(services: Services): Express {
   const api = express.Router();
   mountRoutes(api, routes, (key) => services.orgs.authenticate(key));
   app.use(api);
+  const { ADMIN_USER, ADMIN_PASSWORD } = services.config;
+  if (ADMIN_USER && ADMIN_PASSWORD) {
+    const { expiry, webhookDelivery, email, maintenance } = services.jobs;
+    mountQueueDashboard(app, { queues: [expiry, webhookDelivery, email, maintenance], user: ADMIN_USER, password: ADMIN_PASSWORD });
+  }
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

@@ -1,17 +1,19 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
-import { emailJob, expiryJob, retention, webhookDeliveryJob, type EmailJob } from './job-definitions.js';
+import { emailJob, expiryJob, maintenanceJob, retention, webhookDeliveryJob, type EmailJob } from './job-definitions.js';
 
 /** Typed ways to enqueue work, shared by the API and the workers. */
 export class JobProducers {
   readonly expiry: Queue;
   readonly webhookDelivery: Queue;
   readonly email: Queue;
+  readonly maintenance: Queue;
 
   constructor(connection: ConnectionOptions, prefix: string) {
     const options = { connection, prefix, defaultJobOptions: retention };
     this.expiry = new Queue(expiryJob.queue, options);
     this.webhookDelivery = new Queue(webhookDeliveryJob.queue, options);
     this.email = new Queue(emailJob.queue, options);
+    this.maintenance = new Queue(maintenanceJob.queue, options);
   }
 
   /** A delayed job that fires at `expiresAt`; processing an early or repeated one is harmless. */
@@ -38,6 +40,16 @@ export class JobProducers {
     );
   }
 
+  /**
+   * Runs the attempt now, also when its job already waits as a delayed retry (same job id, so
+   * adding alone would change nothing): for redelivery and for the stalled-delivery sweeper.
+   */
+  async deliverNow(deliveryId: string, attempt: number): Promise<void> {
+    await this.scheduleDelivery(deliveryId, attempt, 0);
+    const job = await this.webhookDelivery.getJob(webhookDeliveryJob.jobId(deliveryId, attempt));
+    if (job && (await job.isDelayed())) await job.promote();
+  }
+
   async sendEmail(payload: EmailJob): Promise<void> {
     await this.email.add(payload.kind, emailJob.payload.parse(payload), {
       jobId: emailJob.jobId(payload),
@@ -47,6 +59,6 @@ export class JobProducers {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.expiry.close(), this.webhookDelivery.close(), this.email.close()]);
+    await Promise.all([this.expiry.close(), this.webhookDelivery.close(), this.email.close(), this.maintenance.close()]);
   }
 }

@@ -1,7 +1,6 @@
 import pg from 'pg';
 
 export const SERVER_URL = process.env.TEST_DATABASE_SERVER_URL ?? 'postgresql://postgres@127.0.0.1:5432';
-export const TEMPLATE_DATABASE = 'approval_gate_test_template';
 
 export function databaseUrl(name: string): string {
   return `${SERVER_URL}/${name}`;

@@ -12,7 +12,8 @@ import { createLogger } from '../../src/lib/logger.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
 import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
-import { databaseUrl, onServer, TEMPLATE_DATABASE } from './databases.js';
+import { inject } from 'vitest';
+import { databaseUrl, onServer } from './databases.js';
 
 export interface TestOrg {
   orgId: string;
@@ -42,7 +43,7 @@ export interface TestEnv {
 export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
   const suffix = randomBytes(6).toString('hex');
   const database = `approval_gate_test_${suffix}`;
-  await onServer((client) => client.query(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`));
+  await onServer((client) => client.query(`CREATE DATABASE ${database} TEMPLATE ${inject('templateDatabase')}`));
 
   const config = loadConfig({
     ...process.env,

@@ -28,7 +28,6 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ['::', 128], // unspecified
   ['::1', 128],
-  ['::ffff:0:0', 96], // IPv4-mapped: judged by the IPv4 rules below instead
   ['64:ff9b::', 96], // NAT64
   ['100::', 64], // discard
   ['2001:db8::', 32], // documentation
@@ -39,6 +38,8 @@ for (const [network, prefix] of [
   nonPublic.addSubnet(network, prefix, 'ipv6');
 }
 
+// IPv4-mapped IPv6 addresses are judged by the IPv4 rules. (A BlockList rule for ::ffff:0:0/96
+// would be wrong: Node matches plain IPv4 addresses against it too, refusing all of IPv4.)
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
 
 export function isPublicAddress(address: string): boolean {
@@ -93,4 +94,12 @@ export async function resolveWebhookHost(url: URL, { allowPrivate }: { allowPriv
     if (refused) throw new UnsafeWebhookUrlError(`host '${host}' resolves to a non-public address (${refused.address})`);
   }
   return addresses;
+}
+
+/**
+ * Whether webhook URLs may point at private addresses: refused in production unless
+ * WEBHOOK_ALLOW_PRIVATE_URLS=true, allowed in development and test unless it says false.
+ */
+export function allowsPrivateWebhookUrls(config: { NODE_ENV: string; WEBHOOK_ALLOW_PRIVATE_URLS?: boolean | undefined }): boolean {
+  return config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production';
 }

@@ -1,0 +1,117 @@
+import type { Logger } from '../../lib/logger.js';
+import type { JobProducers } from '../../queues/job-producers.js';
+import type { Actor } from '../audit/audit-events.js';
+import { FAILING_ENDPOINT_DISABLE_AFTER_MS, nextAttemptDelay } from './delivery-schedule.js';
+import type { AttemptResolution, AttemptTarget, DeliveryStore } from './delivery-store.js';
+import type { EndpointSlots } from './endpoint-slots.js';
+import { sendWebhook, type AttemptResult } from './webhook-sender.js';
+import { signDelivery } from './webhook-signing.js';
+
+export type AttemptOutcome = 'skipped' | 'busy' | AttemptResolution['kind'];
+
+export interface DeliveryOptions {
+  allowPrivate: boolean;
+  backoffScale: number;
+  timeoutMs?: number;
+}
+
+const actor: Actor = { type: 'system', id: 'webhook-delivery' };
+
+/** How long a delivery may be overdue before the sweeper assumes its job was lost. */
+const STALLED_GRACE_MS = 60_000;
+
+/** Delivers webhooks one attempt at a time, with the retry schedule of contract C5. */
+export class DeliveryService {
+  constructor(
+    private readonly store: DeliveryStore,
+    private readonly slots: EndpointSlots,
+    private readonly jobs: JobProducers,
+    private readonly logger: Logger,
+    private readonly options: DeliveryOptions,
+  ) {}
+
+  /**
+   * Makes attempt number `attempt` of a delivery. A stale or repeated job (the delivery moved on,
+   * or was deleted with its endpoint) is skipped; 'busy' means the endpoint already has its share
+   * of attempts in flight and the caller should try again shortly.
+   */
+  async attempt(deliveryId: string, attempt: number, holder: string): Promise<AttemptOutcome> {
+    const target = await this.store.loadTarget(deliveryId, new Date());
+    if (!target || target.status !== 'pending' || target.attemptCount !== attempt - 1) return 'skipped';
+    if (!target.endpoint.enabled) {
+      await this.store.abandon(deliveryId, new Date());
+      return 'skipped';
+    }
+    if (!(await this.slots.acquire(target.endpoint.id, holder))) return 'busy';
+
+    let result: AttemptResult;
+    const attemptedAt = new Date();
+    try {
+      const rawBody = JSON.stringify(target.body);
+      const headers = signDelivery({ secrets: target.endpoint.secrets, eventId: target.eventId, deliveryId, rawBody });
+      result = await sendWebhook({
+        url: target.endpoint.url,
+        headers: { ...headers },
+        body: rawBody,
+        allowPrivate: this.options.allowPrivate,
+        ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
+      });
+    } finally {
+      await this.slots.release(target.endpoint.id, holder);
+    }
+
+    const resolution = this.resolve(target, attempt, result, attemptedAt);
+    const recorded = await this.store.recordAttempt(
+      target,
+      {
+        attempt,
+        attemptedAt,
+        durationMs: result.durationMs,
+        statusCode: result.statusCode,
+        error: result.error,
+        responseBody: result.responseBody,
+      },
+      resolution,
+      actor,
+    );
+    if (!recorded) return 'skipped';
+    await this.afterAttempt(target, attempt, resolution);
+    return resolution.kind;
+  }
+
+  private resolve(target: AttemptTarget, attempt: number, result: AttemptResult, now: Date): AttemptResolution {
+    if (result.ok) return { kind: 'succeeded' };
+    if (result.statusCode === 410) return { kind: 'endpoint-disabled', reason: 'The endpoint answered 410 Gone.' };
+    const failingSince = target.endpoint.failingSince ?? now;
+    if (now.getTime() - failingSince.getTime() >= FAILING_ENDPOINT_DISABLE_AFTER_MS) {
+      return { kind: 'endpoint-disabled', reason: `Every delivery has failed since ${failingSince.toISOString()}.` };
+    }
+    const delay = nextAttemptDelay(attempt, this.options.backoffScale, result.retryAfterMs);
+    return delay === null ? { kind: 'failed' } : { kind: 'retry', nextAttemptAt: new Date(now.getTime() + result.durationMs + delay) };
+  }
+
+  /** Queue work that follows a committed attempt; if Redis refuses, the sweepers pick it up from the rows. */
+  private async afterAttempt(target: AttemptTarget, attempt: number, resolution: AttemptResolution): Promise<void> {
+    try {
+      if (resolution.kind === 'retry') {
+        await this.jobs.scheduleDelivery(target.deliveryId, attempt + 1, resolution.nextAttemptAt.getTime() - Date.now());
+      } else if (resolution.kind === 'endpoint-disabled') {
+        await this.jobs.sendEmail({
+          kind: 'endpoint-disabled',
+          orgId: target.orgId,
+          endpointId: target.endpoint.id,
+          reason: resolution.reason,
+        });
+      }
+    } catch (error) {
+      this.logger.warn({ err: error, deliveryId: target.deliveryId }, 'could not queue follow-up of a delivery attempt; the sweeper will');
+    }
+  }
+
+  /** The sweeper's half: re-enqueues deliveries whose next attempt is overdue (job lost with Redis). */
+  async resumeStalled(limit = 500): Promise<number> {
+    const stalled = await this.store.findStalled(STALLED_GRACE_MS, limit);
+    await Promise.all(stalled.map((delivery) => this.jobs.deliverNow(delivery.id, delivery.attemptCount + 1)));
+    return stalled.length;
+  }
+}
