@@ -11,6 +11,7 @@ import { JobProducers } from './queues/job-producers.js';
 import { OrgService } from './modules/orgs/org-service.js';
 import { PolicyService } from './modules/policies/policy-service.js';
 import { WebhookService } from './modules/webhooks/webhook-service.js';
+import { allowsPrivateWebhookUrls } from './modules/webhooks/webhook-url-guard.js';
 
 /** Everything a process needs, wired once from the configuration (the composition root). */
 export interface Services {
@@ -50,12 +51,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
       orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
     },
   );
-  /**
-   * Webhook URLs resolving to loopback, private or link-local addresses (contract C5): allowed in
-   * development and test unless WEBHOOK_ALLOW_PRIVATE_URLS=false, refused in production unless it is true.
-   */
-  const allowPrivateUrls = config.WEBHOOK_ALLOW_PRIVATE_URLS ?? config.NODE_ENV !== 'production';
-  const webhooks = new WebhookService(db, { jobs, logger }, { allowPrivateUrls });
+  const webhooks = new WebhookService(db, { jobs, logger }, { allowPrivateUrls: allowsPrivateWebhookUrls(config) });
 
   return {
     config,

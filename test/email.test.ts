@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createMailer, type Mailer } from '../src/lib/mailer.js';
 import { emailJob } from '../src/queues/job-definitions.js';
 import { createEmailProcessor } from '../workers/email-processor.js';
+import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 interface ReceivedMail {
@@ -139,6 +140,17 @@ describe('approval-orphaned', () => {
     } finally {
       await worker.close();
       await connection.quit();
+    }
+  });
+
+  it('reaches the admins from a plain API call, through the outbox relay and the worker runtime', async () => {
+    const worker = await startWorkerRuntime(env.services, ['outbox-relay', 'email']);
+    try {
+      const res = await org.request('post', '/v1/approvals').send({ action: 'drop-table', payload: {}, policyKey: 'db-admin' }).expect(201);
+      await vi.waitFor(() => expect(mailsAbout(res.body.id)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+      expect(mailsAbout(res.body.id)[0]!.text).toContain('Missing policy key: db-admin');
+    } finally {
+      await worker.stop();
     }
   });
 

@@ -168,6 +168,23 @@ describe('webhook delivery', () => {
     expect(JSON.parse(event.actor)).toEqual({ type: 'system', id: 'webhook-delivery' });
   });
 
+  it('disables an endpoint whose every delivery has failed for five days, and emails the admins', async () => {
+    const endpoint = await register('/failing', ['approval.approved']);
+    receiver.respond('/failing', () => ({ status: 503 }));
+    await env.services.db.webhookEndpoint.update({
+      where: { id: endpoint.id },
+      data: { failingSince: new Date(Date.now() - 5 * 24 * 3600 * 1000 - 60_000) },
+    });
+    await createApproval('allow');
+    const disabled = await until(async () => {
+      const row = await env.services.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } });
+      return row.enabled ? null : row;
+    });
+    expect(disabled.disabledReason).toMatch(/failed since/);
+    const emails = await env.services.jobs.email.getJobs(['waiting', 'active', 'completed', 'delayed', 'failed']);
+    expect(emails.map((job) => job.data)).toContainEqual(expect.objectContaining({ kind: 'endpoint-disabled', endpointId: endpoint.id }));
+  });
+
   it('keeps delivering to other endpoints while one hangs', async () => {
     await register('/hanging', ['approval.approved']);
     await register('/healthy', ['approval.approved']);

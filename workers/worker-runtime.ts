@@ -58,6 +58,8 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
       prefix: config.REDIS_PREFIX,
       concurrency,
       lockDuration: config.WORKER_LOCK_DURATION_MS,
+      // A job whose worker died is taken over once its lock lapses, not 30 s later.
+      stalledInterval: config.WORKER_LOCK_DURATION_MS,
     });
     worker.on('failed', (job, error) => logger.warn({ err: error, queue, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'));
     worker.on('error', (error) => logger.error({ err: error, queue }, 'worker error'));
@@ -94,9 +96,14 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
       ['sweep-expired-approvals', config.EXPIRY_SWEEP_INTERVAL_MS],
       ['sweep-stalled-deliveries', config.DELIVERY_SWEEP_INTERVAL_MS],
     ] as const;
-    for (const [task, every] of schedules) {
-      await maintenance.upsertJobScheduler(task, { every }, { name: task, data: { task } });
-    }
+    const declareSchedules = async () => {
+      for (const [task, every] of schedules) await maintenance.upsertJobScheduler(task, { every }, { name: task, data: { task } });
+    };
+    await declareSchedules();
+    // Redis keeps nothing on disk: after it restarts empty, the schedules must be declared again.
+    const redeclare = () => void declareSchedules().catch((error: unknown) => logger.warn({ err: error }, 'could not redeclare schedules'));
+    services.redis.on('ready', redeclare);
+    stoppers.push(async () => void services.redis.off('ready', redeclare));
     stoppers.push(() => maintenance.close());
     startWorker(maintenanceJob.queue, createMaintenanceProcessor({ approvals: services.approvals, deliveries }), 1);
   }

@@ -1,6 +1,10 @@
 import type { Logger } from '../../lib/logger.js';
 import type { JobProducers } from '../../queues/job-producers.js';
-import type { OutboxStore } from './outbox-store.js';
+import { withTimeout } from '../../lib/time.js';
+import type { ClaimedMessage, OutboxStore, PendingDelivery } from './outbox-store.js';
+
+/** Redis that does not take a batch in this long is treated as down; the rows wait for the next poll. */
+const ENQUEUE_TIMEOUT_MS = 5_000;
 
 export interface RelayOptions {
   batchSize: number;
@@ -29,7 +33,20 @@ export class OutboxRelay {
   async relayBatch(): Promise<number> {
     const messages = await this.store.claim(this.options.batchSize, this.options.leaseMs);
     if (messages.length === 0) return 0;
-    const deliveries = await this.store.fanOut(messages.map((message) => message.eventId));
+    const ids = messages.map((message) => message.id);
+    try {
+      const deliveries = await this.store.fanOut(messages.map((message) => message.eventId));
+      await withTimeout(this.enqueue(messages, deliveries), ENQUEUE_TIMEOUT_MS, 'enqueueing relayed jobs');
+    } catch (error) {
+      // Leave the rows to the next poll instead of to the end of the lease.
+      await this.store.release(ids);
+      throw error;
+    }
+    await this.store.markRelayed(ids);
+    return messages.length;
+  }
+
+  private async enqueue(messages: ClaimedMessage[], deliveries: PendingDelivery[]): Promise<void> {
     await Promise.all([
       ...deliveries.map((delivery) => this.jobs.scheduleDelivery(delivery.id, delivery.attemptCount + 1, 0)),
       ...messages
@@ -43,8 +60,6 @@ export class OutboxRelay {
           }),
         ),
     ]);
-    await this.store.markRelayed(messages.map((message) => message.id));
-    return messages.length;
   }
 
   /** Asks a running relay to look now instead of at its next poll. */

@@ -55,6 +55,11 @@ export class OutboxStore {
       WHERE event_id = ANY (${eventIds}::uuid[]) AND status = 'pending' AND attempt_count = 0`;
   }
 
+  /** Gives claimed rows back at once, when handing them to the queues failed. */
+  async release(ids: bigint[]): Promise<void> {
+    await this.db.$executeRaw`UPDATE outbox_messages SET claimed_until = NULL WHERE id = ANY (${ids}::bigint[])`;
+  }
+
   async markRelayed(ids: bigint[]): Promise<void> {
     await this.db.$executeRaw`
       UPDATE outbox_messages SET relayed_at = clock_timestamp(), claimed_until = NULL WHERE id = ANY (${ids}::bigint[])`;

@@ -1,0 +1,158 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startWorkerRuntime } from '../workers/worker-runtime.js';
+import { createTestEnv, type TestEnv } from './support/test-env.js';
+import { startReceiver, type Receiver } from './support/webhook-receiver.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A Redis server of the test's own, which it can stop and start again (empty, like production here). */
+async function startRedis(port: number): Promise<ChildProcess> {
+  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    redis.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('Ready to accept connections') && resolve());
+    redis.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
+  });
+  return redis;
+}
+
+async function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(signal);
+  await once(child, 'exit');
+}
+
+async function setUp(overrides: Record<string, string>) {
+  const env = await createTestEnv({ WEBHOOK_BACKOFF_SCALE: '0.001', OUTBOX_POLL_INTERVAL_MS: '200', ...overrides });
+  cleanups.push(() => env.close());
+  const receiver = await startReceiver();
+  cleanups.push(() => receiver.close());
+  const org = await env.createOrg();
+  await org.request('put', '/v1/policies/review').send({ timeoutSeconds: 3600 }).expect(200);
+  await org
+    .request('post', '/v1/webhooks')
+    .send({ url: receiver.url('/hook'), events: ['approval.approved'] })
+    .expect(201);
+  const createPending = async () =>
+    (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'review' }).expect(201)).body.id as string;
+  return { env, receiver, org, createPending };
+}
+
+const approvedIds = (receiver: Receiver) => new Set(receiver.at('/hook').map((d) => d.body.data.approvalId as string));
+
+describe('at-least-once delivery', () => {
+  it('delivers every webhook of decisions made while Redis was down, once it is back', async () => {
+    const port = await freePort();
+    let redis = await startRedis(port);
+    cleanups.push(() => stop(redis));
+    const { env, receiver, org, createPending } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const worker = await startWorkerRuntime(env.services, ['outbox-relay', 'webhook-delivery', 'maintenance']);
+    cleanups.push(() => worker.stop());
+
+    const ids = await Promise.all(Array.from({ length: 10 }, createPending));
+    await stop(redis);
+    for (const id of ids) await org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    expect(approvedIds(receiver).size).toBe(0);
+
+    redis = await startRedis(port);
+    await receiver.waitFor(() => ids.every((id) => approvedIds(receiver).has(id)), 20_000);
+    const unrelayed = await env.services.db.outboxMessage.count({ where: { orgId: org.orgId, relayedAt: null } });
+    expect(unrelayed).toBe(0);
+  }, 40_000);
+
+  it('completes a delivery whose worker process was killed mid-attempt, after a restart', async () => {
+    const { env, receiver, org, createPending } = await setUp({});
+    receiver.respond('/hook', (_delivery, n) => (n === 1 ? 'hang' : { status: 200 }));
+    const workerEnv = {
+      ...process.env,
+      NODE_ENV: 'test',
+      DATABASE_URL: env.config.DATABASE_URL,
+      REDIS_PREFIX: env.config.REDIS_PREFIX,
+      WORKER_LOCK_DURATION_MS: '2000',
+      WEBHOOK_BACKOFF_SCALE: '0.001',
+      OUTBOX_POLL_INTERVAL_MS: '200',
+    };
+    const startWorker = async () => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts'], {
+        env: workerEnv,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      cleanups.push(() => stop(child, 'SIGKILL'));
+      await new Promise<void>((resolve) =>
+        child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('worker started') && resolve()),
+      );
+      return child;
+    };
+
+    const first = await startWorker();
+    const id = await createPending();
+    await org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    await receiver.waitFor(() => receiver.at('/hook').length === 1);
+    await stop(first, 'SIGKILL');
+
+    await startWorker();
+    await receiver.waitFor(() => receiver.at('/hook').length >= 2, 20_000);
+    const [killed, completed] = receiver.at('/hook');
+    expect(completed!.body.id).toBe(killed!.body.id);
+    expect(completed!.headers['x-service-webhook-id']).toBe(killed!.headers['x-service-webhook-id']);
+    const delivery = await env.services.db.webhookDelivery.findUniqueOrThrow({
+      where: { id: killed!.headers['x-service-webhook-id'] as string },
+    });
+    await expect
+      .poll(async () => (await env.services.db.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } })).status, { timeout: 5000 })
+      .toBe('succeeded');
+  }, 40_000);
+
+  it('finishes its running delivery on SIGTERM before the process exits', async () => {
+    const { env, receiver, org, createPending } = await setUp({});
+    receiver.respond('/hook', () => 'hang');
+    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        DATABASE_URL: env.config.DATABASE_URL,
+        REDIS_PREFIX: env.config.REDIS_PREFIX,
+        OUTBOX_POLL_INTERVAL_MS: '200',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    cleanups.push(() => stop(child, 'SIGKILL'));
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('worker started') && resolve()),
+    );
+    const id = await createPending();
+    await org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    await receiver.waitFor(() => receiver.at('/hook').length === 1);
+
+    receiver.respond('/hook', () => ({ status: 200 }));
+    const hanging = receiver.at('/hook')[0]!;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    // The attempt in flight times out (15 s) or is answered; either way it is recorded before exit.
+    const [code] = await exited;
+    expect(code).toBe(0);
+    const delivery = await env.services.db.webhookDelivery.findUniqueOrThrow({
+      where: { id: hanging.headers['x-service-webhook-id'] as string },
+      include: { attempts: true },
+    });
+    expect(delivery.attempts).toHaveLength(1);
+    expect(delivery.attempts[0]!.error).toMatch(/timeout/);
+    expect(delivery.status).toBe('pending');
+    expect(delivery.nextAttemptAt).not.toBeNull();
+  }, 40_000);
+});
