@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createDatabase } from '../src/data/database.js';
+import { createDataLayer } from '../src/data/database.js';
 import { applyMigrations } from '../src/db/migrator.js';
 import { OrgService } from '../src/modules/orgs/org-service.js';
 import { SCOPES } from '../src/modules/orgs/tenant.js';
@@ -120,9 +120,9 @@ export interface BenchOrg {
 
 /** Organizations on the `pro` plan (no monthly limit), each with one key holding every scope. */
 export async function createOrgs(dbUrl: string, count: number): Promise<BenchOrg[]> {
-  const db = createDatabase(dbUrl, 5);
+  const data = createDataLayer(dbUrl, 5);
   try {
-    const orgs = new OrgService(db);
+    const orgs = new OrgService(data);
     return await mapConcurrent(
       Array.from({ length: count }, (_, i) => i),
       5,
@@ -133,7 +133,7 @@ export async function createOrgs(dbUrl: string, count: number): Promise<BenchOrg
       },
     );
   } finally {
-    await db.$disconnect();
+    await data.close();
   }
 }
 

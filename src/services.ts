@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import { createDatabase, type Database } from './data/database.js';
+import { createDataLayer, type Database, type Sql } from './data/database.js';
 import type { Logger } from './lib/logger.js';
 import { withTimeout } from './lib/time.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
@@ -18,6 +18,7 @@ export interface Services {
   config: Config;
   logger: Logger;
   db: Database;
+  sql: Sql;
   redis: Redis;
   settlements: ApprovalSettlements;
   outboxSignal: OutboxSignal;
@@ -32,7 +33,8 @@ export interface Services {
 }
 
 export async function createServices(config: Config, logger: Logger): Promise<Services> {
-  const db = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const { db, sql } = data;
   const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
   const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements', logger);
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
@@ -40,10 +42,10 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
   const jobs = new JobProducers(redis, config.REDIS_PREFIX);
 
-  const orgs = new OrgService(db);
-  const policies = new PolicyService(db);
+  const orgs = new OrgService(data);
+  const policies = new PolicyService(data);
   const approvals = new ApprovalService(
-    db,
+    data,
     policies,
     { settlements, outboxSignal, jobs, logger },
     {
@@ -57,6 +59,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     config,
     logger,
     db,
+    sql,
     redis,
     settlements,
     outboxSignal,
@@ -81,7 +84,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     async close() {
       settlements.close();
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
-      await Promise.allSettled([db.$disconnect(), closeRedis(redis), closeRedis(subscriber)]);
+      await Promise.allSettled([data.close(), closeRedis(redis), closeRedis(subscriber)]);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
-import { createDatabase, type Database } from '../data/database.js';
+import { createDataLayer, type DataLayer } from '../data/database.js';
 import { AppError } from '../lib/errors.js';
 import { OrgService } from '../modules/orgs/org-service.js';
 import { PLANS, SCOPES } from '../modules/orgs/tenant.js';
@@ -54,7 +54,7 @@ const commands = {
 export class CliError extends Error {}
 
 /** Runs one command against the database and returns what it prints as JSON. */
-export async function runCli(argv: string[], db: Database): Promise<unknown> {
+export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>): Promise<unknown> {
   const [name, ...rest] = argv;
   const command = commands[name as keyof typeof commands];
   if (!command) throw new CliError(name ? `Unknown command '${name}'.\n\n${USAGE}` : USAGE);
@@ -70,7 +70,7 @@ export async function runCli(argv: string[], db: Database): Promise<unknown> {
     const problems = fieldErrors(parsed.error, name!).map((error) => `--${error.path}: ${error.message}`);
     throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
   }
-  const orgs = new OrgService(db);
+  const orgs = new OrgService(data);
   try {
     return await command.run(orgs, parsed.data as never);
   } catch (error) {
@@ -80,17 +80,17 @@ export async function runCli(argv: string[], db: Database): Promise<unknown> {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  let db: Database | undefined;
+  let data: DataLayer | undefined;
   try {
     const config = loadConfig();
-    db = createDatabase(config.DATABASE_URL, 2);
-    const output = await runCli(argv, db);
+    data = createDataLayer(config.DATABASE_URL, 2);
+    const output = await runCli(argv, data);
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   } finally {
-    await db?.$disconnect();
+    await data?.close();
   }
 }

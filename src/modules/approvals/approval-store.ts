@@ -1,4 +1,4 @@
-import { postgresErrorCode, type Database, type DatabaseClient } from '../../data/database.js';
+import { postgresErrorCode, transactionSql, type Database, type Sql } from '../../data/database.js';
 import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { auditEventsArgument } from '../audit/audit-store.js';
@@ -34,17 +34,22 @@ const QUOTA_EXCEEDED = 'AG402';
 export class ApprovalStore {
   constructor(
     private readonly db: Database,
+    private readonly sql: Sql,
     private readonly orgId: string,
   ) {}
 
-  findById(id: string): Promise<Approval | null> {
-    return this.db.approval.findFirst({ where: { id, orgId: this.orgId } });
+  async findById(id: string): Promise<Approval | null> {
+    const [row] = await this.sql.query<Approval>('approval-by-id', `${SELECT_APPROVAL} WHERE org_id = $1 AND id = $2`, [this.orgId, id]);
+    return row ?? null;
   }
 
-  findByIdempotencyKey(idempotencyKey: string): Promise<Approval | null> {
-    return this.db.approval.findUnique({
-      where: { orgId_idempotencyKey: { orgId: this.orgId, idempotencyKey } },
-    });
+  async findByIdempotencyKey(idempotencyKey: string): Promise<Approval | null> {
+    const [row] = await this.sql.query<Approval>(
+      'approval-by-idempotency-key',
+      `${SELECT_APPROVAL} WHERE org_id = $1 AND idempotency_key = $2`,
+      [this.orgId, idempotencyKey],
+    );
+    return row ?? null;
   }
 
   async monthlyUsage(month: string): Promise<number> {
@@ -60,7 +65,7 @@ export class ApprovalStore {
    */
   async create(approval: NewApproval, events: AuditEventDraft[], quota: MonthlyQuota | null): Promise<CreateOutcome> {
     try {
-      return (await insertApproval(this.db, this.orgId, approval, events, quota)) ? 'created' : 'duplicate';
+      return (await insertApproval(this.sql, this.orgId, approval, events, quota)) ? 'created' : 'duplicate';
     } catch (error) {
       if (postgresErrorCode(error) === QUOTA_EXCEEDED) return 'quota_exceeded';
       throw error;
@@ -73,7 +78,7 @@ export class ApprovalStore {
    * `before` (expiresAt still ahead), a timeout needs `reached`.
    */
   settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: Deadline): Promise<boolean> {
-    return settleApproval(this.db, this.orgId, id, settlement, events, deadline);
+    return settleApproval(this.sql, this.orgId, id, settlement, events, deadline);
   }
 
   /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
@@ -84,8 +89,9 @@ export class ApprovalStore {
     successor: { approval: NewApproval; events: AuditEventDraft[] },
   ): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
-      if (!(await settleApproval(tx, this.orgId, id, settlement, events, 'reached'))) return false;
-      await insertApproval(tx, this.orgId, successor.approval, successor.events, null);
+      const sql = transactionSql(tx);
+      if (!(await settleApproval(sql, this.orgId, id, settlement, events, 'reached'))) return false;
+      await insertApproval(sql, this.orgId, successor.approval, successor.events, null);
       return true;
     });
   }
@@ -104,37 +110,42 @@ export class ApprovalStore {
 export type Deadline = 'before' | 'reached';
 
 async function insertApproval(
-  db: DatabaseClient,
+  sql: Sql,
   orgId: string,
   approval: NewApproval,
   events: AuditEventDraft[],
   quota: MonthlyQuota | null,
 ): Promise<boolean> {
-  const [row] = await db.$queryRaw<{ id: string | null }[]>`
-    SELECT ag_create_approval(
-      ${JSON.stringify(toApprovalRecord(orgId, approval))}::jsonb,
-      ${auditEventsArgument(events)}::jsonb,
-      ${quota?.limit ?? null}::integer,
-      ${quota?.month ?? null}::text) AS id`;
+  const [row] = await sql.query<{ id: string | null }>(
+    'create-approval',
+    'SELECT ag_create_approval($1::jsonb, $2::jsonb, $3::integer, $4::text) AS id',
+    [JSON.stringify(toApprovalRecord(orgId, approval)), auditEventsArgument(events), quota?.limit ?? null, quota?.month ?? null],
+  );
   return Boolean(row?.id);
 }
 
 async function settleApproval(
-  db: DatabaseClient,
+  sql: Sql,
   orgId: string,
   id: string,
   settlement: Settlement,
   events: AuditEventDraft[],
   deadline: Deadline,
 ): Promise<boolean> {
-  const [row] = await db.$queryRaw<{ settled: boolean }[]>`
-    SELECT ag_settle_approval(
-      ${orgId}::uuid, ${id}::uuid,
-      ${JSON.stringify(settlement)}::jsonb,
-      ${auditEventsArgument(events)}::jsonb,
-      ${deadline}::text) AS settled`;
+  const [row] = await sql.query<{ settled: boolean }>(
+    'settle-approval',
+    'SELECT ag_settle_approval($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5::text) AS settled',
+    [orgId, id, JSON.stringify(settlement), auditEventsArgument(events), deadline],
+  );
   return row?.settled === true;
 }
+
+const SELECT_APPROVAL = `
+  SELECT id, org_id AS "orgId", status, action, payload, context, agent, policy_key AS "policyKey",
+         idempotency_key AS "idempotencyKey", created_at AS "createdAt", expires_at AS "expiresAt",
+         on_timeout AS "onTimeout", escalate_to AS "escalateTo", verdict, feedback, decided_at AS "decidedAt",
+         escalated_from AS "escalatedFrom", escalated_to AS "escalatedTo"
+  FROM approvals`;
 
 /** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */
 function toApprovalRecord(orgId: string, approval: NewApproval) {

@@ -1,4 +1,4 @@
-import type { Database } from '../../data/database.js';
+import type { DataLayer } from '../../data/database.js';
 import { NotFoundError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-keys.js';
@@ -8,8 +8,8 @@ import type { Plan, Scope, Tenant } from './tenant.js';
 export class OrgService {
   private readonly store: OrgStore;
 
-  constructor(db: Database) {
-    this.store = new OrgStore(db);
+  constructor(data: Pick<DataLayer, 'db' | 'sql'>) {
+    this.store = new OrgStore(data.db, data.sql);
   }
 
   async createOrganization(input: { name: string; plan: Plan; adminEmails: string[] }): Promise<{ orgId: string }> {
@@ -47,14 +47,14 @@ export class OrgService {
   /** The tenant a presented key acts for, or null for an unknown, malformed or revoked key. */
   async authenticate(presentedKey: string): Promise<Tenant | null> {
     if (!looksLikeApiKey(presentedKey)) return null;
-    const apiKey = await this.store.findApiKeyByHash(hashApiKey(presentedKey));
-    if (!apiKey || apiKey.revokedAt) return null;
+    const grant = await this.store.findKeyGrant(hashApiKey(presentedKey));
+    if (!grant || grant.revokedAt) return null;
     return {
-      orgId: apiKey.orgId,
-      plan: apiKey.org.plan,
-      keyId: apiKey.id,
-      scopes: new Set(apiKey.scopes),
-      actor: { type: 'api_key', id: apiKey.id },
+      orgId: grant.orgId,
+      plan: grant.plan,
+      keyId: grant.id,
+      scopes: new Set(grant.scopes),
+      actor: { type: 'api_key', id: grant.id },
     };
   }
 }

@@ -1,12 +1,16 @@
-import type { Database } from '../../data/database.js';
+import type { Database, Sql } from '../../data/database.js';
 import type { ApiKey, Organization, Plan } from '../../generated/prisma/client.js';
 import { GENESIS_HASH } from '../audit/audit-events.js';
 
-export type ApiKeyWithPlan = ApiKey & { org: Pick<Organization, 'plan'> };
+/** What authentication needs of a key: its organization's plan comes along in the same query. */
+export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'scopes' | 'revokedAt'> & Pick<Organization, 'plan'>;
 
 /** Organizations and their API keys: the only store that is not scoped to one organization. */
 export class OrgStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly sql: Sql,
+  ) {}
 
   /** The organization is created with the head of its (empty) audit chain. */
   createOrganization(input: { name: string; plan: Plan; adminEmails: string[] }): Promise<Organization> {
@@ -34,7 +38,14 @@ export class OrgStore {
     return this.db.apiKey.findUnique({ where: { id } });
   }
 
-  findApiKeyByHash(keyHash: Uint8Array<ArrayBuffer>): Promise<ApiKeyWithPlan | null> {
-    return this.db.apiKey.findUnique({ where: { keyHash }, include: { org: { select: { plan: true } } } });
+  /** Runs on every request: one prepared statement joining the plan. */
+  async findKeyGrant(keyHash: Uint8Array<ArrayBuffer>): Promise<KeyGrant | null> {
+    const [row] = await this.sql.query<KeyGrant>(
+      'key-grant',
+      `SELECT k.id, k.org_id AS "orgId", k.scopes, k.revoked_at AS "revokedAt", o.plan
+       FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.key_hash = $1`,
+      [Buffer.from(keyHash)],
+    );
+    return row ?? null;
   }
 }

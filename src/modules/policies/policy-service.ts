@@ -1,4 +1,4 @@
-import type { Database } from '../../data/database.js';
+import type { DataLayer } from '../../data/database.js';
 import { NotFoundError, ValidationError } from '../../lib/errors.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules } from './policy-rules.js';
@@ -6,10 +6,10 @@ import type { PolicyDocument, PolicyView } from './policy-schemas.js';
 import { PolicyStore, type Policy } from './policy-store.js';
 
 export class PolicyService {
-  constructor(private readonly db: Database) {}
+  constructor(private readonly data: Pick<DataLayer, 'db' | 'sql'>) {}
 
   private store(tenant: Pick<Tenant, 'orgId'>): PolicyStore {
-    return new PolicyStore(this.db, tenant.orgId);
+    return new PolicyStore(this.data.db, this.data.sql, tenant.orgId);
   }
 
   /** The stored document, or null: what approval creation (and escalation) evaluates. */

@@ -1,4 +1,4 @@
-import type { Database } from '../../data/database.js';
+import type { Database, Sql } from '../../data/database.js';
 import type { Policy } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
@@ -10,11 +10,20 @@ export type { Policy };
 export class PolicyStore {
   constructor(
     private readonly db: Database,
+    private readonly sql: Sql,
     private readonly orgId: string,
   ) {}
 
-  find(key: string): Promise<Policy | null> {
-    return this.db.policy.findUnique({ where: { orgId_key: { orgId: this.orgId, key } } });
+  /** Read by every approval creation, hence a prepared statement rather than a Prisma query. */
+  async find(key: string): Promise<Policy | null> {
+    const [row] = await this.sql.query<Policy>(
+      'policy-by-key',
+      `SELECT org_id AS "orgId", key, rules, default_outcome AS "defaultOutcome", timeout_seconds AS "timeoutSeconds",
+              on_timeout AS "onTimeout", escalate_to AS "escalateTo", created_at AS "createdAt", updated_at AS "updatedAt"
+       FROM policies WHERE org_id = $1 AND key = $2`,
+      [this.orgId, key],
+    );
+    return row ?? null;
   }
 
   list(): Promise<Policy[]> {
