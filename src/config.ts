@@ -53,7 +53,8 @@ export class ConfigError extends Error {
  * the thrown message, so a misconfigured deploy fails with one readable line per problem.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const result = environmentSchema.safeParse(env);
+  // An empty variable means unset, as compose files and .env templates write optional ones.
+  const result = environmentSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid environment configuration:\n${problems.join('\n')}`);

@@ -99,6 +99,14 @@ describe('configuration', () => {
     });
   });
 
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ SMTP_URL: '', ADMIN_USER: '', PORT: '' })).toMatchObject({
+      SMTP_URL: undefined,
+      ADMIN_USER: undefined,
+      PORT: 3000,
+    });
+  });
+
   it('names every bad variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', DATABASE_URL: 'nowhere', FREE_TIER_MONTHLY_APPROVALS: '-1' })).toThrow(ConfigError);
     try {

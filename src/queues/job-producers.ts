@@ -1,5 +1,6 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
-import { emailJob, expiryJob, maintenanceJob, retention, webhookDeliveryJob, type EmailJob } from './job-definitions.js';
+import { Batcher } from '../lib/batcher.js';
+import { emailJob, expiryJob, type ExpiryJob, maintenanceJob, retention, webhookDeliveryJob, type EmailJob } from './job-definitions.js';
 
 /** Typed ways to enqueue work, shared by the API and the workers. */
 export class JobProducers {
@@ -17,14 +18,24 @@ export class JobProducers {
   }
 
   /** A delayed job that fires at `expiresAt`; processing an early or repeated one is harmless. */
-  async scheduleExpiry(orgId: string, approvalId: string, expiresAt: Date): Promise<void> {
-    await this.expiry.add('expire', expiryJob.payload.parse({ orgId, approvalId }), {
-      jobId: expiryJob.jobId(approvalId),
-      delay: Math.max(0, expiresAt.getTime() - Date.now()),
-      attempts: 5,
-      backoff: { type: 'exponential', delay: 1000 },
-    });
+  scheduleExpiry(orgId: string, approvalId: string, expiresAt: Date): Promise<void> {
+    return this.expiries.add({ orgId, approvalId, expiresAt });
   }
+
+  private readonly expiries = new Batcher<ExpiryJob & { expiresAt: Date }>(async (expiries) => {
+    await this.expiry.addBulk(
+      expiries.map(({ orgId, approvalId, expiresAt }) => ({
+        name: 'expire',
+        data: expiryJob.payload.parse({ orgId, approvalId }),
+        opts: {
+          jobId: expiryJob.jobId(approvalId),
+          delay: Math.max(0, expiresAt.getTime() - Date.now()),
+          attempts: 5,
+          backoff: { type: 'exponential', delay: 1000 },
+        },
+      })),
+    );
+  });
 
   async scheduleDelivery(deliveryId: string, attempt: number, delayMs: number): Promise<void> {
     await this.webhookDelivery.add(

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { Batcher } from '../../lib/batcher.js';
 import type { Logger } from 'pino';
 
 /**
@@ -17,9 +18,14 @@ export class OutboxSignal {
     this.channel = `${prefix}:outbox:committed`;
   }
 
+  /** Commits of the same event-loop turn share one PUBLISH. */
+  private readonly signals = new Batcher<void>(async () => {
+    await this.publisher.publish(this.channel, '1');
+  });
+
   async notify(): Promise<void> {
     try {
-      await this.publisher.publish(this.channel, '1');
+      await this.signals.add();
     } catch (error) {
       this.logger.warn({ err: error }, 'could not signal the outbox relay; it will poll');
     }

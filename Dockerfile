@@ -1,0 +1,23 @@
+# One image for every process type; docker-compose.yml and the Procfile pick the command.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# `npm install` generates the Prisma client from the schema (postinstall).
+COPY prisma ./prisma
+RUN npm install --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json prisma.config.ts ./
+COPY src ./src
+COPY workers ./workers
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# The migrations and the schema are read at release time.
+COPY --from=build /app/prisma ./prisma
+USER node
+EXPOSE 3000
+CMD ["node", "dist/src/server.js"]
