@@ -100,11 +100,8 @@ describe('configuration', () => {
   });
 
   it('treats an empty variable as unset', () => {
-    expect(loadConfig({ SMTP_URL: '', ADMIN_USER: '', PORT: '' })).toMatchObject({
-      SMTP_URL: undefined,
-      ADMIN_USER: undefined,
-      PORT: 3000,
-    });
+    const config = loadConfig({ SMTP_URL: '', ADMIN_USER: '', PORT: '' });
+    expect([config.SMTP_URL, config.ADMIN_USER, config.PORT]).toEqual([undefined, undefined, 3000]);
   });
 
   it('names every bad variable', () => {
