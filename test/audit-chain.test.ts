@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chainProblem, expectedHash, readChain } from './support/audit-chain.js';
-import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
 let org: TestOrg;
 
-beforeAll(async () => {
-  env = await createTestEnv();
-  org = await env.createOrg();
-});
-afterAll(() => env.close());
+useTestEnv((created) => ({ env, org } = created));
 
 describe('audit chain', () => {
   it('records every state change with actor, data and a hash an auditor can recompute', async () => {

@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
 let org: TestOrg;
 
-beforeAll(async () => {
-  env = await createTestEnv();
-  org = await env.createOrg();
-});
-afterAll(() => env.close());
+useTestEnv((created) => ({ env, org } = created));
 
 describe('operations endpoints', () => {
   it('answers /healthz and /readyz without auth', async () => {

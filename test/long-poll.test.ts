@@ -1,15 +1,11 @@
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { describe, expect, it } from 'vitest';
+import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
 let org: TestOrg;
 
-beforeAll(async () => {
-  env = await createTestEnv();
-  org = await env.createOrg();
-});
-afterAll(() => env.close());
+useTestEnv((created) => ({ env, org } = created));
 
 const createPending = async () =>
   (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'none' }).expect(201)).body as { id: string };

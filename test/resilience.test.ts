@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
-import { createTestEnv, type TestEnv } from './support/test-env.js';
+import { createTestEnv } from './support/test-env.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];

@@ -3,16 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryStatus } from '../src/generated/prisma/client.js';
 import { SCOPES, type Scope } from '../src/modules/orgs/tenant.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
-import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
 let org: TestOrg;
 
-beforeAll(async () => {
-  env = await createTestEnv();
-  org = await env.createOrg();
-});
-afterAll(() => env.close());
+useTestEnv((created) => ({ env, org } = created));
 
 const HOOK_URL = 'https://203.0.113.10/hooks';
 const EVENTS = ['approval.approved', 'approval.rejected'];

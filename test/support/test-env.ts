@@ -12,7 +12,7 @@ import { createLogger } from '../../src/lib/logger.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
 import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { databaseUrl, onServer } from './databases.js';
 
 export interface TestOrg {
@@ -120,4 +120,17 @@ async function deleteRedisKeys(url: string, pattern: string): Promise<void> {
   } finally {
     await redis.quit();
   }
+}
+
+/**
+ * A test file's env and default organization: created before its tests, dropped after them.
+ * `assign` hands both to the file's own variables.
+ */
+export function useTestEnv(assign: (created: { env: TestEnv; org: TestOrg }) => void, overrides: Record<string, string> = {}): void {
+  let env: TestEnv | undefined;
+  beforeAll(async () => {
+    env = await createTestEnv(overrides);
+    assign({ env, org: await env.createOrg() });
+  });
+  afterAll(() => env?.close());
 }
