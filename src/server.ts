@@ -17,9 +17,11 @@ logger.info({ port: config.PORT }, 'api listening');
 
 exitGracefullyOnSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   const closed = new Promise((resolve) => server.close(resolve));
-  server.closeIdleConnections();
   // Long-polls answer now with the current state instead of holding the shutdown for 30 s.
   services.settlements.close();
+  // Keep-alive connections turn idle as their last response goes out; close each as it does.
+  const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
   await closed;
+  clearInterval(closeIdle);
   await services.close();
 });

@@ -155,4 +155,52 @@ describe('at-least-once delivery', () => {
     expect(delivery.status).toBe('pending');
     expect(delivery.nextAttemptAt).not.toBeNull();
   }, 40_000);
+
+  it('delivers each webhook exactly once with two workers running side by side', async () => {
+    const { env, receiver, org, createPending } = await setUp({});
+    const peer = await env.createPeer();
+    for (const services of [env.services, peer.services]) {
+      const worker = await startWorkerRuntime(services, ['outbox-relay', 'webhook-delivery']);
+      cleanups.push(() => worker.stop());
+    }
+    const ids = await Promise.all(Array.from({ length: 40 }, createPending));
+    await Promise.all(ids.map((id) => org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200)));
+    await receiver.waitFor(() => ids.every((id) => approvedIds(receiver).has(id)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.at('/hook')).toHaveLength(40);
+  });
+});
+
+describe('web process', () => {
+  it('answers open long-polls and exits cleanly on SIGTERM', async () => {
+    const { env, org, createPending } = await setUp({});
+    const port = await freePort();
+    const web = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        PORT: String(port),
+        DATABASE_URL: env.config.DATABASE_URL,
+        REDIS_PREFIX: env.config.REDIS_PREFIX,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    cleanups.push(() => stop(web, 'SIGKILL'));
+    await new Promise<void>((resolve) =>
+      web.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('api listening') && resolve()),
+    );
+
+    const id = await createPending();
+    const polling = fetch(`http://127.0.0.1:${port}/v1/approvals/${id}?wait=30`, { headers: { authorization: `Bearer ${org.key}` } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    const exited = once(web, 'exit');
+    web.kill('SIGTERM');
+    const answer = await polling;
+    expect(answer.status).toBe(200);
+    expect(((await answer.json()) as { status: string }).status).toBe('pending');
+    const [code] = await exited;
+    expect(code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
 });
