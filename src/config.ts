@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
@@ -24,7 +26,7 @@ const environmentSchema = z.object({
   /** Delivery attempts one worker process runs at once. */
   WEBHOOK_DELIVERY_CONCURRENCY: positiveInt.default(50),
   /** Attempts in flight to one endpoint across all workers, so a slow endpoint cannot take every slot. */
-  WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt.default(5),
+  WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt.default(10),
   /** Comma-separated roles of a worker process; all when unset (see workers/index.ts). */
   WORKER_QUEUES: z.string().optional(),
   /** How often the safety nets look for approvals whose expiry job was lost, and deliveries whose retry job was. */
@@ -40,6 +42,8 @@ const environmentSchema = z.object({
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),
+  /** Where bulk audit exports are written by workers and read by web processes: a directory all of them share. */
+  EXPORT_DIR: z.string().min(1).default(path.join(tmpdir(), 'approval-gate-audit-exports')),
 });
 
 export type Config = z.infer<typeof environmentSchema>;

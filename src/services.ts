@@ -6,6 +6,7 @@ import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/
 import type { Redis } from 'ioredis';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
+import { AuditService } from './modules/audit/audit-service.js';
 import { OutboxSignal } from './modules/outbox/outbox-signal.js';
 import { JobProducers } from './queues/job-producers.js';
 import { OrgService } from './modules/orgs/org-service.js';
@@ -27,13 +28,16 @@ export interface Services {
   policies: PolicyService;
   approvals: ApprovalService;
   webhooks: WebhookService;
+  audit: AuditService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
 }
 
 export async function createServices(config: Config, logger: Logger): Promise<Services> {
-  const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE, (error) =>
+    logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
+  );
   const { db, sql } = data;
   const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
   const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements', logger);
@@ -54,6 +58,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     },
   );
   const webhooks = new WebhookService(db, { jobs, logger }, { allowPrivateUrls: allowsPrivateWebhookUrls(config) });
+  const audit = new AuditService(data, { jobs, logger }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
 
   return {
     config,
@@ -68,6 +73,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     policies,
     approvals,
     webhooks,
+    audit,
     async checkReadiness() {
       const [postgres, redisUp] = await Promise.all([
         db.$queryRaw`SELECT 1`.then(

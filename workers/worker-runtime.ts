@@ -8,8 +8,17 @@ import { DeliveryStore } from '../src/modules/webhooks/delivery-store.js';
 import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
 import { allowsPrivateWebhookUrls } from '../src/modules/webhooks/webhook-url-guard.js';
 import { createMailer } from '../src/lib/mailer.js';
-import { emailJob, expiryJob, maintenanceJob, retention, webhookDeliveryJob, type QueueName } from '../src/queues/job-definitions.js';
+import {
+  auditExportJob,
+  emailJob,
+  expiryJob,
+  maintenanceJob,
+  retention,
+  webhookDeliveryJob,
+  type QueueName,
+} from '../src/queues/job-definitions.js';
 import type { Services } from '../src/services.js';
+import { createAuditExportProcessor } from './audit-export-processor.js';
 import { createExpiryProcessor } from './expiry-processor.js';
 import { createEmailProcessor } from './email-processor.js';
 import { createMaintenanceProcessor } from './maintenance-processor.js';
@@ -22,6 +31,7 @@ export const WORKER_ROLES = [
   webhookDeliveryJob.queue,
   emailJob.queue,
   maintenanceJob.queue,
+  auditExportJob.queue,
 ] as const satisfies readonly (QueueName | 'outbox-relay')[];
 export type WorkerRole = (typeof WORKER_ROLES)[number];
 
@@ -68,7 +78,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
 
   // An attempt holds its endpoint slot for at most the 15 s delivery deadline; the margin covers clock drift.
   const slots = new EndpointSlots(services.redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, 30_000);
-  const deliveries = new DeliveryService(new DeliveryStore(services.db), slots, services.jobs, logger, {
+  const deliveries = new DeliveryService(new DeliveryStore(services.db, services.sql), slots, services.jobs, logger, {
     allowPrivate: allowsPrivateWebhookUrls(config),
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
   });
@@ -83,6 +93,10 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
     const mailer = createMailer(config, logger);
     stoppers.push(async () => mailer.close());
     startWorker(emailJob.queue, createEmailProcessor({ db: services.db, mailer, logger }), 5);
+  }
+  if (roles.includes(auditExportJob.queue)) {
+    // Each export holds a connection and streams to disk; two at a time keep the database responsive.
+    startWorker(auditExportJob.queue, createAuditExportProcessor(services.audit), 2);
   }
 
   if (roles.includes(maintenanceJob.queue)) {

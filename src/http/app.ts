@@ -7,6 +7,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
 import { approvalRoutes } from './routes/approval-routes.js';
+import { auditRoutes, sendCsvReplies } from './routes/audit-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
@@ -31,7 +32,12 @@ export function createApp(services: Services): Express {
     }),
   );
 
-  const routes = [...approvalRoutes(services.approvals), ...policyRoutes(services.policies), ...webhookRoutes(services.webhooks)];
+  const routes = [
+    ...approvalRoutes(services.approvals),
+    ...policyRoutes(services.policies),
+    ...webhookRoutes(services.webhooks),
+    ...auditRoutes(services.audit),
+  ];
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
 
   app.get('/healthz', (_req, res) => {
@@ -47,13 +53,18 @@ export function createApp(services: Services): Express {
     res.json(openApiDocument);
   });
 
+  app.use('/v1/audit', sendCsvReplies);
   const api = express.Router();
   mountRoutes(api, routes, (key) => services.orgs.authenticate(key));
   app.use(api);
   const { ADMIN_USER, ADMIN_PASSWORD } = services.config;
   if (ADMIN_USER && ADMIN_PASSWORD) {
-    const { expiry, webhookDelivery, email, maintenance } = services.jobs;
-    mountQueueDashboard(app, { queues: [expiry, webhookDelivery, email, maintenance], user: ADMIN_USER, password: ADMIN_PASSWORD });
+    const { expiry, webhookDelivery, email, maintenance, auditExport } = services.jobs;
+    mountQueueDashboard(app, {
+      queues: [expiry, webhookDelivery, email, maintenance, auditExport],
+      user: ADMIN_USER,
+      password: ADMIN_PASSWORD,
+    });
   }
   app.use(notFoundHandler);
   app.use(errorHandler);

@@ -40,7 +40,14 @@ export const maintenanceJob = {
 } as const;
 export type MaintenanceJob = z.infer<typeof maintenanceJob.payload>;
 
-export const QUEUE_NAMES = [expiryJob.queue, webhookDeliveryJob.queue, emailJob.queue, maintenanceJob.queue] as const;
+export const auditExportJob = {
+  queue: 'audit-export',
+  payload: z.object({ orgId: z.uuid(), exportId: z.uuid() }),
+  jobId: (exportId: string) => `audit-export-${exportId}`,
+} as const;
+export type AuditExportJob = z.infer<typeof auditExportJob.payload>;
+
+export const QUEUE_NAMES = [expiryJob.queue, webhookDeliveryJob.queue, emailJob.queue, maintenanceJob.queue, auditExportJob.queue] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /** Completed jobs are kept a while for Bull Board, failed ones longer for inspection. */

@@ -1,6 +1,15 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import { Batcher } from '../lib/batcher.js';
-import { emailJob, expiryJob, type ExpiryJob, maintenanceJob, retention, webhookDeliveryJob, type EmailJob } from './job-definitions.js';
+import {
+  auditExportJob,
+  emailJob,
+  expiryJob,
+  type ExpiryJob,
+  maintenanceJob,
+  retention,
+  webhookDeliveryJob,
+  type EmailJob,
+} from './job-definitions.js';
 
 /** Typed ways to enqueue work, shared by the API and the workers. */
 export class JobProducers {
@@ -8,6 +17,7 @@ export class JobProducers {
   readonly webhookDelivery: Queue;
   readonly email: Queue;
   readonly maintenance: Queue;
+  readonly auditExport: Queue;
 
   constructor(connection: ConnectionOptions, prefix: string) {
     const options = { connection, prefix, defaultJobOptions: retention };
@@ -15,6 +25,7 @@ export class JobProducers {
     this.webhookDelivery = new Queue(webhookDeliveryJob.queue, options);
     this.email = new Queue(emailJob.queue, options);
     this.maintenance = new Queue(maintenanceJob.queue, options);
+    this.auditExport = new Queue(auditExportJob.queue, options);
   }
 
   /** A delayed job that fires at `expiresAt`; processing an early or repeated one is harmless. */
@@ -69,7 +80,21 @@ export class JobProducers {
     });
   }
 
+  async exportAudit(orgId: string, exportId: string): Promise<void> {
+    await this.auditExport.add('export', auditExportJob.payload.parse({ orgId, exportId }), {
+      jobId: auditExportJob.jobId(exportId),
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 5000 },
+    });
+  }
+
   async close(): Promise<void> {
-    await Promise.all([this.expiry.close(), this.webhookDelivery.close(), this.email.close(), this.maintenance.close()]);
+    await Promise.all([
+      this.expiry.close(),
+      this.webhookDelivery.close(),
+      this.email.close(),
+      this.maintenance.close(),
+      this.auditExport.close(),
+    ]);
   }
 }

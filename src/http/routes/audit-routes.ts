@@ -1,0 +1,115 @@
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { RequestHandler, Response } from 'express';
+import { toCsv, toEventView, type AuditService } from '../../modules/audit/audit-service.js';
+import {
+  auditExportCreateSchema,
+  auditExportParamsSchema,
+  auditExportViewSchema,
+  auditPageSchema,
+  auditQuerySchema,
+} from '../../modules/audit/audit-schemas.js';
+import { problemSchema } from '../problem.js';
+import { defineRoute } from '../route.js';
+import { problemResponses } from './problem-responses.js';
+
+const AUDIT_PLANS = ['pro', 'enterprise'] as const;
+
+/**
+ * A CSV reply: a page, or an export file streamed from disk. The route layer sends every reply
+ * with `res.json`; `sendCsvReplies` (mounted in front of these routes) sends this one as CSV. A
+ * file is opened only when the reply is sent, so an abandoned request opens nothing.
+ */
+export class CsvReply {
+  constructor(
+    readonly body: string | (() => Readable),
+    readonly headers: Record<string, string> = {},
+  ) {}
+
+  async send(res: Response): Promise<void> {
+    res.type('text/csv; charset=utf-8').set(this.headers);
+    if (typeof this.body === 'string') res.send(this.body);
+    else await pipeline(this.body(), res);
+  }
+}
+
+export const sendCsvReplies: RequestHandler = (req, res, next) => {
+  const json = res.json.bind(res);
+  res.json = (body: unknown) => {
+    if (!(body instanceof CsvReply)) return json(body);
+    // Headers are gone once bytes are: a failure mid-stream can only cut the response short.
+    body.send(res).catch((error: unknown) => req.log.warn({ err: error }, 'audit CSV reply cut short'));
+    return res;
+  };
+  next();
+};
+
+export function auditRoutes(audit: AuditService) {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit',
+      summary: "Page through the organization's audit chain in seq order, as JSON or CSV, optionally verifying the whole chain",
+      scope: 'audit:read',
+      plans: AUDIT_PLANS,
+      query: auditQuerySchema,
+      responses: {
+        200: {
+          description:
+            'JSON: the events and, with verify=true, the verification of the whole chain. With format=csv: text/csv with the header seq,createdAt,type,actor,data,prevHash,hash.',
+          schema: auditPageSchema,
+        },
+        ...problemResponses(401, 402, 403, 422),
+      },
+      handler: async ({ tenant, query }) => {
+        const page = await audit.page(tenant, query);
+        if (query.format === 'csv') return { status: 200, body: new CsvReply(toCsv(page.events)) };
+        return { status: 200, body: { ...page, events: page.events.map(toEventView) } };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/audit/exports',
+      summary: 'Start a bulk CSV export of the chain (or of a selection); a worker writes it',
+      scope: 'audit:read',
+      plans: AUDIT_PLANS,
+      body: auditExportCreateSchema,
+      responses: {
+        202: { description: 'The export, queued.', schema: auditExportViewSchema },
+        ...problemResponses(401, 402, 403, 422),
+      },
+      handler: async ({ tenant, body }) => ({ status: 202, body: await audit.createExport(tenant, body) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit/exports/:id',
+      summary: 'Status and progress of a bulk export',
+      scope: 'audit:read',
+      plans: AUDIT_PLANS,
+      params: auditExportParamsSchema,
+      responses: {
+        200: { description: 'The export; downloadPath is set once it is completed.', schema: auditExportViewSchema },
+        ...problemResponses(401, 402, 403, 404),
+      },
+      handler: async ({ tenant, params }) => ({ status: 200, body: await audit.getExport(tenant, params.id) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit/exports/:id/download',
+      summary: 'Download a completed bulk export as CSV (streamed)',
+      scope: 'audit:read',
+      plans: AUDIT_PLANS,
+      params: auditExportParamsSchema,
+      responses: {
+        200: { description: 'text/csv with the header seq,createdAt,type,actor,data,prevHash,hash.' },
+        409: { description: 'The export is not completed (yet).', schema: problemSchema },
+        ...problemResponses(401, 402, 403, 404),
+      },
+      handler: async ({ tenant, params }) => {
+        const file = await audit.download(tenant, params.id);
+        const headers = { 'content-length': String(file.size), 'content-disposition': `attachment; filename="${file.filename}"` };
+        return { status: 200, body: new CsvReply(file.read, headers) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { AUDIT_EVENT_TYPES } from './audit-events.js';
+
+/** The CSV columns of contract C6, in order; also the keys of an exported event. */
+export const AUDIT_CSV_COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'] as const;
+
+const instantSchema = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .transform((value) => new Date(value))
+  .meta({ description: 'ISO 8601 date-time with Z or an offset (or a date, meaning its UTC midnight).' });
+
+/** A query-string integer: digits only, so that `1e3`, `0x10`, ` 5` and `` are refused. */
+function queryInteger(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,16}$/, 'Expected a non-negative integer')
+    .transform(Number)
+    .pipe(z.number().min(min).max(max));
+}
+
+const filterShape = {
+  from: instantSchema.optional().meta({ description: 'Only events at or after this time.' }),
+  to: instantSchema.optional().meta({ description: 'Only events at or before this time.' }),
+  type: z.enum(AUDIT_EVENT_TYPES).optional(),
+  action: z.string().min(1).max(200).optional().meta({ description: 'Only events whose data.action is exactly this.' }),
+  agent: z.string().min(1).max(200).optional().meta({ description: 'Only events whose data.agent is exactly this.' }),
+};
+
+function toNotBeforeFrom(filters: { from?: Date; to?: Date }, ctx: z.RefinementCtx): void {
+  if (filters.from && filters.to && filters.to < filters.from) {
+    ctx.addIssue({ code: 'custom', path: ['to'], message: 'to must not be before from' });
+  }
+}
+
+/**
+ * Query of GET /v1/audit. Unknown parameters are refused: a misspelt filter (`agnet`) would
+ * otherwise silently export the whole chain.
+ */
+export const auditQuerySchema = z
+  .strictObject({
+    ...filterShape,
+    after: queryInteger(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Only events with a greater seq (the paging cursor).' }),
+    limit: queryInteger(1, 1000).default(500).meta({ description: 'Page size, 1-1000.' }),
+    format: z.enum(['json', 'csv']).default('json'),
+    verify: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((value) => value === 'true')
+      .meta({ description: 'Adds `verification` for the whole chain (JSON only).' }),
+  })
+  .superRefine((query, ctx) => {
+    toNotBeforeFrom(query, ctx);
+    if (query.verify && query.format === 'csv') {
+      ctx.addIssue({ code: 'custom', path: ['verify'], message: 'verify=true is only available with format=json' });
+    }
+  });
+export type AuditQuery = z.output<typeof auditQuerySchema>;
+
+/** The selection of a bulk export: the filters of GET /v1/audit, without paging. */
+export const auditExportCreateSchema = z.strictObject(filterShape).superRefine(toNotBeforeFrom).meta({ id: 'AuditExportInput' });
+
+/** A selection of the chain, as stored with an export and handed to the queries. */
+export interface AuditFilters {
+  from?: Date;
+  to?: Date;
+  type?: string;
+  action?: string;
+  agent?: string;
+}
+
+export const auditEventViewSchema = z
+  .object({
+    seq: z.number().int(),
+    prevHash: z.string(),
+    hash: z.string(),
+    type: z.enum(AUDIT_EVENT_TYPES),
+    actor: z.string().meta({ description: 'The JSON-encoded actor object, as hashed.' }),
+    data: z.record(z.string(), z.unknown()),
+    createdAt: z.iso.datetime(),
+  })
+  .meta({ id: 'AuditEvent' });
+export type AuditEventView = z.output<typeof auditEventViewSchema>;
+
+export const verificationSchema = z
+  .object({
+    intact: z.boolean(),
+    count: z.number().int().meta({ description: 'Events checked: the whole chain, seq 1 to the head.' }),
+    headHash: z.string().nullable().meta({ description: 'Hash of the head event; null for an empty chain.' }),
+    brokenAtSeq: z.number().int().nullable().meta({ description: 'First bad or missing seq; null when intact.' }),
+  })
+  .meta({ id: 'AuditVerification' });
+export type Verification = z.output<typeof verificationSchema>;
+
+export const auditPageSchema = z
+  .object({ events: z.array(auditEventViewSchema), verification: verificationSchema.optional() })
+  .meta({ id: 'AuditPage' });
+
+export const auditExportViewSchema = z
+  .object({
+    id: z.uuid(),
+    status: z.enum(['queued', 'running', 'completed', 'failed']),
+    filters: z.record(z.string(), z.string()),
+    rowCount: z.number().int().meta({ description: 'Rows written so far; the final count once completed.' }),
+    createdAt: z.iso.datetime(),
+    completedAt: z.iso.datetime().nullable(),
+    downloadPath: z.string().nullable().meta({ description: 'Where the CSV streams from, once completed.' }),
+  })
+  .meta({ id: 'AuditExport' });
+export type AuditExportView = z.output<typeof auditExportViewSchema>;
+
+export const auditExportParamsSchema = z.object({ id: z.uuid() });
