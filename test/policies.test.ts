@@ -189,6 +189,25 @@ describe('policy evaluation', () => {
     expect((await createApproval({ policyKey: 'dyn', payload: { flag: 'yes' } })).status).toBe(201);
   });
 
+  it('applies a change made through another process at once, whatever this process read before', async () => {
+    const peer = await env.createPeer();
+    const viaPeer = (method: 'put' | 'delete', body?: object) => {
+      const request = peer.http[method]('/v1/policies/shared').set('authorization', `Bearer ${org.key}`);
+      return body ? request.send(body) : request;
+    };
+    const createHere = () => createApproval({ policyKey: 'shared' });
+
+    expect((await createHere()).status).toBe(201); // no policy yet: an orphan, and this process remembers that
+    await viaPeer('put', { defaultOutcome: 'allow' }).expect(200);
+    expect((await createHere()).status).toBe(200);
+    await viaPeer('put', { defaultOutcome: 'review', timeoutSeconds: 42 }).expect(200);
+    const reviewed = await createHere().expect(201);
+    expect((Date.parse(reviewed.body.expiresAt) - Date.parse(reviewed.body.createdAt)) / 1000).toBe(42);
+    await viaPeer('delete').expect(204);
+    const orphan = await createHere().expect(201);
+    expect((Date.parse(orphan.body.expiresAt) - Date.parse(orphan.body.createdAt)) / 1000).toBe(env.config.ORPHAN_TIMEOUT_SECONDS);
+  });
+
   it('applies a policy change to later requests; a pending request keeps its timeout', async () => {
     await org.request('put', '/v1/policies/changing').send({ timeoutSeconds: 100 }).expect(200);
     const before = await createApproval({ policyKey: 'changing' }).expect(201);

@@ -2,14 +2,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { withTimeout } from '../src/lib/time.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { createTestEnv } from './support/test-env.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-});
+  // Each step bounded: one slow step (a worker draining after a Redis restart) must not keep
+  // the others, which close the connections it may be waiting on, from running.
+  for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
+}, 120_000);
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');

@@ -9,7 +9,7 @@ export function createWebhookDeliveryProcessor(deliveries: DeliveryService) {
     const outcome = await deliveries.attempt(deliveryId, attempt, `${job.id}:${token ?? ''}`);
     if (outcome === 'busy') {
       // The endpoint has its share of attempts in flight: step aside so other endpoints go first.
-      await job.moveToDelayed(Date.now() + 250 + Math.round(Math.random() * 750), token);
+      await job.moveToDelayed(Date.now() + 50 + Math.round(Math.random() * 200), token);
       throw new DelayedError();
     }
     return outcome;

@@ -83,7 +83,7 @@ export async function main(argv: string[]): Promise<number> {
   let data: DataLayer | undefined;
   try {
     const config = loadConfig();
-    data = createDataLayer(config.DATABASE_URL, 2);
+    data = createDataLayer(config.DATABASE_URL, 2, () => {});
     const output = await runCli(argv, data);
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;

@@ -17,8 +17,13 @@ export interface DataLayer {
   close(): Promise<void>;
 }
 
-export function createDataLayer(databaseUrl: string, poolSize: number): DataLayer {
+/**
+ * `onIdleConnectionError` hears about pooled connections that die while idle (a database restart,
+ * an administrator terminating them): without a listener, pg would crash the process over them.
+ */
+export function createDataLayer(databaseUrl: string, poolSize: number, onIdleConnectionError: (error: Error) => void): DataLayer {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+  pool.on('error', onIdleConnectionError);
   const db = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     db,

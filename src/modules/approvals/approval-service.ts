@@ -9,9 +9,12 @@ import { withTimeout } from '../../lib/time.js';
 import type { JobProducers } from '../../queues/job-producers.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
-import { ApprovalStore, type Approval, type MonthlyQuota } from './approval-store.js';
+import { ApprovalStore, type Approval, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
 import type { Actor } from '../audit/audit-events.js';
 import { applySettlement, createApproval, decideApproval, timeOutApproval, type Creation, type Governing } from './approval-transitions.js';
+
+/** Policy writes racing one creation this often mean something is wrong, not busy. */
+const MAX_POLICY_RACES = 5;
 
 /** When the database says a deadline is not reached yet although this process's clock says it is. */
 const CLOCK_SKEW_RETRY_MS = 100;
@@ -72,26 +75,43 @@ export class ApprovalService {
     throw monthlyLimitReached(quota);
   }
 
-  /** The policy a new request falls under, evaluated; an orphan when the key matches none. */
-  private async govern(orgId: string, input: ApprovalCreateInput): Promise<Governing> {
-    const policy = await this.policies.findDocument(orgId, input.policyKey);
-    if (!policy) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds };
-    const verdict = evaluatePolicy(policy, {
+  /**
+   * The policy a new request falls under, evaluated; an orphan when the key matches none. From
+   * this process's snapshot unless `fresh`: the creating transaction rejects a stale revision.
+   */
+  private async govern(orgId: string, input: ApprovalCreateInput, fresh: boolean): Promise<Governing> {
+    const { document, revision } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
+    if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null };
+    const verdict = evaluatePolicy(document, {
       action: input.action,
       payload: input.payload,
       agent: input.agent ?? null,
       context: input.context ?? null,
     });
-    return { kind: 'policy', policy, verdict };
+    return { kind: 'policy', policy: document, verdict, policyRevision: revision };
+  }
+
+  /** Evaluates and inserts; evaluates again from a fresh read when the policy changed under it. */
+  private async createUnderCurrentPolicy(
+    store: ApprovalStore,
+    orgId: string,
+    input: ApprovalCreateInput,
+    actor: Actor,
+    quota: MonthlyQuota | null,
+  ): Promise<{ creation: Creation; outcome: Exclude<CreateOutcome, 'stale_policy'> }> {
+    for (let attempt = 0; attempt < MAX_POLICY_RACES; attempt++) {
+      const creation = createApproval(input, await this.govern(orgId, input, attempt > 0), actor, new Date());
+      const outcome = await store.create(creation, quota);
+      if (outcome !== 'stale_policy') return { creation, outcome };
+    }
+    throw new Error(`policy '${input.policyKey}' kept changing while an approval was created under it`);
   }
 
   async create(tenant: Tenant, input: ApprovalCreateInput): Promise<CreatedApproval> {
     const store = this.store(tenant);
-    const now = new Date();
-    const creation = createApproval(input, await this.govern(tenant.orgId, input), tenant.actor, now);
-    const { approval, events } = creation;
-    const quota = this.quota(tenant, now);
-    const outcome = await store.create(approval, events, quota);
+    const quota = this.quota(tenant, new Date());
+    const { creation, outcome } = await this.createUnderCurrentPolicy(store, tenant.orgId, input, tenant.actor, quota);
+    const { approval } = creation;
     if (outcome === 'quota_exceeded') throw monthlyLimitReached(quota!);
     if (outcome === 'duplicate') {
       const existing = await store.findByIdempotencyKey(input.idempotencyKey!);
@@ -184,7 +204,7 @@ export class ApprovalService {
       agent: approval.agent,
       policyKey: approval.escalateTo!,
     };
-    return createApproval(input, await this.govern(orgId, input), actor, now, approval.id);
+    return createApproval(input, await this.govern(orgId, input, true), actor, now, approval.id);
   }
 
   /** The sweeper: times out approvals overdue by `graceMs` or more, whose expiry job went missing. */

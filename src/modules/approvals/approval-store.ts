@@ -22,7 +22,14 @@ export interface MonthlyQuota {
   month: string;
 }
 
-export type CreateOutcome = 'created' | 'duplicate' | 'quota_exceeded';
+/** `stale_policy`: the policy changed since it was read for evaluation; evaluate again. */
+export type CreateOutcome = 'created' | 'duplicate' | 'quota_exceeded' | 'stale_policy';
+
+export interface CreationRecord {
+  approval: NewApproval;
+  events: AuditEventDraft[];
+  policyRevision: string | null;
+}
 
 /** SQLSTATE raised by ag_create_approval when the free-tier monthly limit is reached. */
 const QUOTA_EXCEEDED = 'AG402';
@@ -63,9 +70,9 @@ export class ApprovalStore {
    * Inserts the approval with its audit events (and their outbox rows) in one statement.
    * 'duplicate' means the idempotency key was already used in this organization.
    */
-  async create(approval: NewApproval, events: AuditEventDraft[], quota: MonthlyQuota | null): Promise<CreateOutcome> {
+  async create(creation: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
     try {
-      return (await insertApproval(this.sql, this.orgId, approval, events, quota)) ? 'created' : 'duplicate';
+      return await insertApproval(this.sql, this.orgId, creation, quota);
     } catch (error) {
       if (postgresErrorCode(error) === QUOTA_EXCEEDED) return 'quota_exceeded';
       throw error;
@@ -82,16 +89,13 @@ export class ApprovalStore {
   }
 
   /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
-  settleWithSuccessor(
-    id: string,
-    settlement: Settlement,
-    events: AuditEventDraft[],
-    successor: { approval: NewApproval; events: AuditEventDraft[] },
-  ): Promise<boolean> {
+  settleWithSuccessor(id: string, settlement: Settlement, events: AuditEventDraft[], successor: CreationRecord): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
       const sql = transactionSql(tx);
       if (!(await settleApproval(sql, this.orgId, id, settlement, events, 'reached'))) return false;
-      await insertApproval(sql, this.orgId, successor.approval, successor.events, null);
+      // The successor's policy was read just before; if it changed since, the expiry job runs again.
+      const outcome = await insertApproval(sql, this.orgId, successor, null);
+      if (outcome !== 'created') throw new Error(`successor of approval ${id} not created: ${outcome}`);
       return true;
     });
   }
@@ -112,16 +116,21 @@ export type Deadline = 'before' | 'reached';
 async function insertApproval(
   sql: Sql,
   orgId: string,
-  approval: NewApproval,
-  events: AuditEventDraft[],
+  { approval, events, policyRevision }: CreationRecord,
   quota: MonthlyQuota | null,
-): Promise<boolean> {
-  const [row] = await sql.query<{ id: string | null }>(
+): Promise<Exclude<CreateOutcome, 'quota_exceeded'>> {
+  const [row] = await sql.query<{ outcome: Exclude<CreateOutcome, 'quota_exceeded'> }>(
     'create-approval',
-    'SELECT ag_create_approval($1::jsonb, $2::jsonb, $3::integer, $4::text) AS id',
-    [JSON.stringify(toApprovalRecord(orgId, approval)), auditEventsArgument(events), quota?.limit ?? null, quota?.month ?? null],
+    'SELECT ag_create_approval($1::jsonb, $2::jsonb, $3::integer, $4::text, $5::uuid) AS outcome',
+    [
+      JSON.stringify(toApprovalRecord(orgId, approval)),
+      auditEventsArgument(events),
+      quota?.limit ?? null,
+      quota?.month ?? null,
+      policyRevision,
+    ],
   );
-  return Boolean(row?.id);
+  return row!.outcome;
 }
 
 async function settleApproval(

@@ -13,6 +13,7 @@ import type { Approval, NewApproval, Settlement } from './approval-store.js';
 export interface Creation {
   approval: NewApproval;
   events: AuditEventDraft[];
+  policyRevision: string | null;
 }
 
 export interface Settling {
@@ -21,7 +22,12 @@ export interface Settling {
 }
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
-export type Governing = { kind: 'policy'; policy: PolicyDocument; verdict: PolicyVerdict } | { kind: 'orphan'; timeoutSeconds: number };
+export type Governing = (
+  { kind: 'policy'; policy: PolicyDocument; verdict: PolicyVerdict } | { kind: 'orphan'; timeoutSeconds: number }
+) & {
+  /** The policy revision the verdict rests on (null: no policy); creation commits only if it is still current. */
+  policyRevision: string | null;
+};
 
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
 
@@ -110,7 +116,7 @@ export function createApproval(
       webhook: webhookEvent('approval.orphaned', approval, now, { verdict: null, feedback: null }),
     });
   }
-  return { approval, events };
+  return { approval, events, policyRevision: governing.policyRevision };
 }
 
 export function decideApproval(approval: Approval, decision: DecisionInput, actor: Actor, now: Date): Settling {

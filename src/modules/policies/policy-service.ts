@@ -5,17 +5,40 @@ import { checkPolicyRules } from './policy-rules.js';
 import type { PolicyDocument, PolicyView } from './policy-schemas.js';
 import { PolicyStore, type Policy } from './policy-store.js';
 
+/** A policy as some read saw it: its document (null when none exists) and the revision it had. */
+export interface PolicySnapshot {
+  document: PolicyDocument | null;
+  /** Renewed by every write; null when no policy exists under the key. */
+  revision: string | null;
+}
+
+const SNAPSHOT_LIMIT = 10_000;
+
 export class PolicyService {
+  /**
+   * Policies as this process last read them. Only a guess: the transaction that creates an
+   * approval checks that the revision it was evaluated against is still the stored one (see
+   * ag_create_approval), so a stale entry costs a re-read, never a wrong outcome.
+   */
+  private readonly snapshots = new Map<string, PolicySnapshot>();
+
   constructor(private readonly data: Pick<DataLayer, 'db' | 'sql'>) {}
 
   private store(tenant: Pick<Tenant, 'orgId'>): PolicyStore {
     return new PolicyStore(this.data.db, this.data.sql, tenant.orgId);
   }
 
-  /** The stored document, or null: what approval creation (and escalation) evaluates. */
-  async findDocument(orgId: string, key: string): Promise<PolicyDocument | null> {
+  /** The policy under `key` as last read by this process, or read now when unknown or `fresh`. */
+  async snapshot(orgId: string, key: string, { fresh }: { fresh: boolean }): Promise<PolicySnapshot> {
+    // Organization ids are fixed-length UUIDs, so this key cannot be ambiguous.
+    const cacheKey = `${orgId}${key}`;
+    const known = fresh ? undefined : this.snapshots.get(cacheKey);
+    if (known) return known;
     const policy = await this.store({ orgId }).find(key);
-    return policy && toDocument(policy);
+    const snapshot = { document: policy && toDocument(policy), revision: policy?.revision ?? null };
+    if (this.snapshots.size >= SNAPSHOT_LIMIT) this.snapshots.clear();
+    this.snapshots.set(cacheKey, snapshot);
+    return snapshot;
   }
 
   async get(tenant: Tenant, key: string): Promise<PolicyView> {

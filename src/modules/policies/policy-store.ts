@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Database, Sql } from '../../data/database.js';
 import type { Policy } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
@@ -19,7 +20,7 @@ export class PolicyStore {
     const [row] = await this.sql.query<Policy>(
       'policy-by-key',
       `SELECT org_id AS "orgId", key, rules, default_outcome AS "defaultOutcome", timeout_seconds AS "timeoutSeconds",
-              on_timeout AS "onTimeout", escalate_to AS "escalateTo", created_at AS "createdAt", updated_at AS "updatedAt"
+              on_timeout AS "onTimeout", escalate_to AS "escalateTo", revision, created_at AS "createdAt", updated_at AS "updatedAt"
        FROM policies WHERE org_id = $1 AND key = $2`,
       [this.orgId, key],
     );
@@ -38,6 +39,8 @@ export class PolicyStore {
       timeoutSeconds: document.timeoutSeconds,
       onTimeout: document.onTimeout,
       escalateTo: document.escalateTo,
+      // Every write renews the revision, which tells approval creation a cached evaluation is stale.
+      revision: randomUUID(),
       updatedAt: event.createdAt,
     };
     return this.db.$transaction(async (tx) => {

@@ -1,6 +1,6 @@
-import type { Database } from '../../data/database.js';
+import type { Database, Sql } from '../../data/database.js';
 import type { Actor } from '../audit/audit-events.js';
-import { appendAuditEvents } from '../audit/audit-store.js';
+import { auditEventsArgument } from '../audit/audit-store.js';
 
 /** Everything one attempt needs, read fresh for every attempt (jobs carry ids only). */
 export interface AttemptTarget {
@@ -9,8 +9,8 @@ export interface AttemptTarget {
   status: 'pending' | 'succeeded' | 'failed';
   attemptCount: number;
   eventId: string;
-  /** The webhook body as committed with the state change. */
-  body: unknown;
+  /** The webhook body as committed with the state change: the bytes every attempt sends. */
+  rawBody: string;
   endpoint: {
     id: string;
     url: string;
@@ -35,83 +35,93 @@ export type AttemptResolution =
   { kind: 'succeeded' } | { kind: 'retry'; nextAttemptAt: Date } | { kind: 'failed' } | { kind: 'endpoint-disabled'; reason: string };
 
 /** Webhook deliveries and their attempt log: the retry state lives here, not only in Redis. */
-export class DeliveryStore {
-  constructor(private readonly db: Database) {}
+interface TargetRow {
+  orgId: string;
+  status: AttemptTarget['status'];
+  attemptCount: number;
+  eventId: string;
+  rawBody: string;
+  endpointId: string;
+  url: string;
+  enabled: boolean;
+  failingSince: Date | null;
+  secret: string;
+  previousSecret: string | null;
+}
 
-  async loadTarget(deliveryId: string, now: Date): Promise<AttemptTarget | null> {
-    const delivery = await this.db.webhookDelivery.findUnique({
-      where: { id: deliveryId },
-      include: { endpoint: true, event: { select: { body: true } } },
-    });
-    if (!delivery) return null;
-    const { endpoint } = delivery;
-    const previousActive = endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now;
+export class DeliveryStore {
+  constructor(
+    private readonly db: Database,
+    private readonly sql: Sql,
+  ) {}
+
+  /** One prepared statement: this runs before every attempt. */
+  async loadTarget(deliveryId: string): Promise<AttemptTarget | null> {
+    const [row] = await this.sql.query<TargetRow>(
+      'delivery-target',
+      `SELECT d.org_id AS "orgId", d.status, d.attempt_count AS "attemptCount", d.event_id AS "eventId", o.body::text AS "rawBody",
+              e.id AS "endpointId", e.url, e.enabled, e.failing_since AS "failingSince", e.secret,
+              CASE WHEN e.previous_secret_expires_at > clock_timestamp() THEN e.previous_secret END AS "previousSecret"
+       FROM webhook_deliveries d
+       JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       JOIN outbox_messages o ON o.event_id = d.event_id
+       WHERE d.id = $1`,
+      [deliveryId],
+    );
+    if (!row) return null;
     return {
-      deliveryId: delivery.id,
-      orgId: delivery.orgId,
-      status: delivery.status,
-      attemptCount: delivery.attemptCount,
-      eventId: delivery.eventId,
-      body: delivery.event.body,
+      deliveryId,
+      orgId: row.orgId,
+      status: row.status,
+      attemptCount: row.attemptCount,
+      eventId: row.eventId,
+      rawBody: row.rawBody,
       endpoint: {
-        id: endpoint.id,
-        url: endpoint.url,
-        enabled: endpoint.enabled,
-        failingSince: endpoint.failingSince,
-        secrets: previousActive ? [endpoint.secret, endpoint.previousSecret!] : [endpoint.secret],
+        id: row.endpointId,
+        url: row.url,
+        enabled: row.enabled,
+        failingSince: row.failingSince,
+        secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
       },
     };
   }
 
   /**
-   * Records an attempt and its consequences in one transaction. Returns false, recording
-   * nothing, when another worker already recorded this attempt (a job run twice after a lock
-   * expired), so the attempt log and the counters never double-count.
+   * Records an attempt and its consequences (see ag_record_delivery_attempt). Returns false,
+   * recording nothing, when another worker already recorded this attempt (a job run twice after
+   * its lock lapsed), so the attempt log and the counters never double-count.
    */
-  recordAttempt(target: AttemptTarget, record: AttemptRecord, resolution: AttemptResolution, actor: Actor): Promise<boolean> {
-    return this.db.$transaction(async (tx) => {
-      const { count } = await tx.webhookDelivery.updateMany({
-        where: { id: target.deliveryId, status: 'pending', attemptCount: record.attempt - 1 },
-        data: {
-          attemptCount: record.attempt,
-          status: resolution.kind === 'retry' ? 'pending' : resolution.kind === 'succeeded' ? 'succeeded' : 'failed',
-          nextAttemptAt: resolution.kind === 'retry' ? resolution.nextAttemptAt : null,
-          completedAt: resolution.kind === 'retry' ? null : record.attemptedAt,
-        },
-      });
-      if (count === 0) return false;
-      await tx.webhookAttempt.create({
-        data: {
-          deliveryId: target.deliveryId,
-          attemptedAt: record.attemptedAt,
-          durationMs: record.durationMs,
-          statusCode: record.statusCode,
-          error: record.error,
-          responseBody: record.responseBody,
-        },
-      });
-
-      const endpointId = target.endpoint.id;
-      if (resolution.kind === 'succeeded') {
-        if (target.endpoint.failingSince) await tx.webhookEndpoint.update({ where: { id: endpointId }, data: { failingSince: null } });
-      } else if (resolution.kind === 'endpoint-disabled') {
-        await tx.webhookEndpoint.update({
-          where: { id: endpointId },
-          data: { enabled: false, disabledReason: resolution.reason, failingSince: target.endpoint.failingSince ?? record.attemptedAt },
-        });
-        await appendAuditEvents(tx, target.orgId, [
+  async recordAttempt(target: AttemptTarget, record: AttemptRecord, resolution: AttemptResolution, actor: Actor): Promise<boolean> {
+    const disabled = resolution.kind === 'endpoint-disabled' ? resolution.reason : null;
+    const events = disabled
+      ? [
           {
-            type: 'webhook.updated',
+            type: 'webhook.updated' as const,
             actor,
             createdAt: record.attemptedAt,
-            data: { endpointId, url: target.endpoint.url, enabled: false, reason: resolution.reason },
+            data: { endpointId: target.endpoint.id, url: target.endpoint.url, enabled: false, reason: disabled },
           },
-        ]);
-      } else if (!target.endpoint.failingSince) {
-        await tx.webhookEndpoint.update({ where: { id: endpointId }, data: { failingSince: record.attemptedAt } });
-      }
-      return true;
-    });
+        ]
+      : [];
+    const [row] = await this.sql.query<{ recorded: boolean }>(
+      'record-delivery-attempt',
+      `SELECT ag_record_delivery_attempt($1::uuid, $2::integer, $3::timestamptz, $4::integer, $5::integer, $6::text, $7::text,
+                                         $8::text, $9::timestamptz, $10::text, $11::jsonb) AS recorded`,
+      [
+        target.deliveryId,
+        record.attempt,
+        record.attemptedAt,
+        record.durationMs,
+        record.statusCode,
+        record.error,
+        record.responseBody,
+        resolution.kind,
+        resolution.kind === 'retry' ? resolution.nextAttemptAt : null,
+        disabled,
+        auditEventsArgument(events),
+      ],
+    );
+    return row?.recorded === true;
   }
 
   /** Closes a delivery without an attempt: its endpoint was disabled meanwhile. */
