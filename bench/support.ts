@@ -1,7 +1,7 @@
 // Helpers shared by the benchmarks: a bench database and Redis prefix, server child processes,
 // small HTTP and statistics utilities, and a cleanup that always runs (error, signal or deadline).
 // Everything here talks to 127.0.0.1 only.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -148,8 +148,13 @@ export interface ServerProcess {
 }
 
 /** The API (src/server.ts) with its logs at `info` sent to /dev/null, as in production. */
+/**
+ * The API as production runs it: compiled (`npm run build`, once per bench process), so the
+ * figures include no TypeScript loader.
+ */
 export function startWebServer(options: { port: number; databaseUrl: string; redisPrefix: string }): Promise<ServerProcess> {
-  return startNodeServer('src/server.ts', options.port, '/readyz', {
+  buildOnce();
+  return startNodeServer(['dist/src/server.js'], options.port, '/readyz', {
     NODE_ENV: 'production',
     PORT: String(options.port),
     DATABASE_URL: options.databaseUrl,
@@ -159,9 +164,18 @@ export function startWebServer(options: { port: number; databaseUrl: string; red
   });
 }
 
+let built = false;
+function buildOnce(): void {
+  if (built) return;
+  log('npm run build');
+  const build = spawnSync('npm', ['run', 'build'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+  if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
+  built = true;
+}
+
 /** The bare Express 5 "hello JSON" server: the ceiling the API is compared with. */
 export function startHelloServer(port: number): Promise<ServerProcess> {
-  return startNodeServer('bench/hello-server.ts', port, '/', { PORT: String(port) });
+  return startNodeServer(['--import', 'tsx', 'bench/hello-server.ts'], port, '/', { PORT: String(port) });
 }
 
 /**
@@ -169,13 +183,14 @@ export function startHelloServer(port: number): Promise<ServerProcess> {
  * bash only to raise its open-files limit to the hard limit (`exec` keeps the pid). stdout (the
  * request log) goes to /dev/null; the tail of stderr is kept to explain a failed start.
  */
-async function startNodeServer(script: string, port: number, readyPath: string, env: Record<string, string>): Promise<ServerProcess> {
+async function startNodeServer(nodeArgs: string[], port: number, readyPath: string, env: Record<string, string>): Promise<ServerProcess> {
+  const script = nodeArgs.at(-1)!;
   await assertPortFree(port);
-  const child = spawn(
-    'bash',
-    ['-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"', process.execPath, '--import', 'tsx', script],
-    { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const child = spawn('bash', ['-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"', process.execPath, ...nodeArgs], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
