@@ -35,11 +35,6 @@ export function createDataLayer(databaseUrl: string, poolSize: number, onIdleCon
   };
 }
 
-/** A Prisma client alone, for short-lived tools (the CLI). */
-export function createDatabase(databaseUrl: string, poolSize: number): Database {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }) });
-}
-
 /**
  * Runs one SQL statement. On the pool it is a named prepared statement: parsed once per
  * connection, and about a fifth of the client-side CPU of the same query through Prisma
@@ -64,13 +59,7 @@ export function transactionSql(tx: DatabaseClient): Sql {
   };
 }
 
-/**
- * The SQLSTATE of a Postgres error, raised through the pool or under a Prisma query. Our SQL
- * functions raise custom states (see the migrations) that the stores map to outcomes.
- */
+/** The SQLSTATE of a Postgres error; our SQL functions raise custom ones (see the migrations). */
 export function postgresErrorCode(error: unknown): string | undefined {
-  if (error instanceof pg.DatabaseError) return error.code;
-  const cause = (error as { meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } } } | null)?.meta
-    ?.driverAdapterError?.cause;
-  return cause?.kind === 'postgres' ? cause.originalCode : undefined;
+  return error instanceof pg.DatabaseError ? error.code : undefined;
 }
