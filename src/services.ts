@@ -44,7 +44,7 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
   await settlements.start();
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
-  const jobs = new JobProducers(redis, config.REDIS_PREFIX);
+  const jobs = new JobProducers(redis, config.REDIS_PREFIX, logger);
 
   const orgs = new OrgService(data);
   const policies = new PolicyService(data);

@@ -1,4 +1,4 @@
-import { Queue, Worker, type Processor } from 'bullmq';
+import { Worker, type Processor } from 'bullmq';
 import { Redis } from 'ioredis';
 import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
 import { OutboxStore } from '../src/modules/outbox/outbox-store.js';
@@ -8,15 +8,7 @@ import { DeliveryStore } from '../src/modules/webhooks/delivery-store.js';
 import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
 import { allowsPrivateWebhookUrls } from '../src/modules/webhooks/webhook-url-guard.js';
 import { createMailer } from '../src/lib/mailer.js';
-import {
-  auditExportJob,
-  emailJob,
-  expiryJob,
-  maintenanceJob,
-  retention,
-  webhookDeliveryJob,
-  type QueueName,
-} from '../src/queues/job-definitions.js';
+import { auditExportJob, emailJob, expiryJob, maintenanceJob, webhookDeliveryJob, type QueueName } from '../src/queues/job-definitions.js';
 import type { Services } from '../src/services.js';
 import { createAuditExportProcessor } from './audit-export-processor.js';
 import { createExpiryProcessor } from './expiry-processor.js';
@@ -100,11 +92,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
   }
 
   if (roles.includes(maintenanceJob.queue)) {
-    const maintenance = new Queue(maintenanceJob.queue, {
-      connection: services.redis,
-      prefix: config.REDIS_PREFIX,
-      defaultJobOptions: retention,
-    });
+    const { maintenance } = services.jobs;
     // Upserting is idempotent: every worker process declares the same schedules.
     const schedules = [
       ['sweep-expired-approvals', config.EXPIRY_SWEEP_INTERVAL_MS],
@@ -118,7 +106,6 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
     const redeclare = () => void declareSchedules().catch((error: unknown) => logger.warn({ err: error }, 'could not redeclare schedules'));
     services.redis.on('ready', redeclare);
     stoppers.push(async () => void services.redis.off('ready', redeclare));
-    stoppers.push(() => maintenance.close());
     startWorker(maintenanceJob.queue, createMaintenanceProcessor({ approvals: services.approvals, deliveries }), 1);
   }
 

@@ -1,5 +1,6 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import { Batcher } from '../lib/batcher.js';
+import type { Logger } from '../lib/logger.js';
 import {
   auditExportJob,
   emailJob,
@@ -19,13 +20,16 @@ export class JobProducers {
   readonly maintenance: Queue;
   readonly auditExport: Queue;
 
-  constructor(connection: ConnectionOptions, prefix: string) {
+  constructor(connection: ConnectionOptions, prefix: string, logger: Logger) {
     const options = { connection, prefix, defaultJobOptions: retention };
     this.expiry = new Queue(expiryJob.queue, options);
     this.webhookDelivery = new Queue(webhookDeliveryJob.queue, options);
     this.email = new Queue(emailJob.queue, options);
     this.maintenance = new Queue(maintenanceJob.queue, options);
     this.auditExport = new Queue(auditExportJob.queue, options);
+    for (const queue of [this.expiry, this.webhookDelivery, this.email, this.maintenance, this.auditExport]) {
+      queue.on('error', (error) => logger.warn({ err: error, queue: queue.name }, 'queue error'));
+    }
   }
 
   /** A delayed job that fires at `expiresAt`; processing an early or repeated one is harmless. */
