@@ -3,6 +3,7 @@ import { expiryJob } from '../src/queues/job-definitions.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { eventually } from './support/eventually.js';
 
 let env: TestEnv;
 let org: TestOrg;
@@ -170,7 +171,9 @@ describe('outbox relay', () => {
     await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
     const event = await webhookFor(approval.id, 'approval.rejected');
 
-    await until(async () => (await env.services.db.outboxMessage.findUniqueOrThrow({ where: { eventId: event.id } })).relayedAt !== null);
+    await eventually(
+      async () => (await env.services.db.outboxMessage.findUniqueOrThrow({ where: { eventId: event.id } })).relayedAt !== null,
+    );
     const deliveries = await env.services.db.webhookDelivery.findMany({ where: { eventId: event.id } });
     expect(deliveries).toEqual([expect.objectContaining({ endpointId: endpoint.id, status: 'pending', attemptCount: 0 })]);
     expect(await env.services.jobs.webhookDelivery.getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
@@ -183,12 +186,4 @@ async function webhookFor(approvalId: string, type: string) {
   const body = rows.map((row) => row.body as { id: string; data: Record<string, unknown> }).find((b) => b.data.approvalId === approvalId);
   if (!body) throw new Error(`no ${type} webhook for ${approvalId}`);
   return body;
-}
-
-async function until(condition: () => Promise<boolean>, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { eventually } from './support/eventually.js';
 
 let env: TestEnv;
 let org: TestOrg;
@@ -9,14 +10,6 @@ useTestEnv((created) => ({ env, org } = created));
 
 const createPending = async () =>
   (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'none' }).expect(201)).body as { id: string };
-
-const until = async (condition: () => boolean, timeoutMs = 2000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-};
 
 describe('GET /v1/approvals/:id?wait=N', () => {
   it('answers within 200 ms of a decision made through another app instance', async () => {
@@ -28,7 +21,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
       answeredAt = performance.now();
       return res;
     });
-    await until(() => env.services.settlements.waiting === 1);
+    await eventually(() => env.services.settlements.waiting === 1);
 
     await peer.http
       .post(`/v1/approvals/${approval.id}/decision`)
@@ -74,16 +67,16 @@ describe('GET /v1/approvals/:id?wait=N', () => {
     const approval = await createPending();
     const request = http.get(`${env.baseUrl}/v1/approvals/${approval.id}?wait=30`, { headers: { authorization: `Bearer ${org.key}` } });
     request.on('error', () => {});
-    await until(() => env.services.settlements.waiting === 1);
+    await eventually(() => env.services.settlements.waiting === 1);
     request.destroy();
-    await until(() => env.services.settlements.waiting === 0);
+    await eventually(() => env.services.settlements.waiting === 0);
   });
 
   it('wakes many waiters on one approval at once', async () => {
     const approval = await createPending();
     const waiters = Array.from({ length: 25 }, () => org.request('get', `/v1/approvals/${approval.id}?wait=10`));
     const all = Promise.all(waiters);
-    await until(() => env.services.settlements.waiting === 25);
+    await eventually(() => env.services.settlements.waiting === 25);
     await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
     const answers = await all;
     expect(answers.every((res) => res.status === 200 && res.body.status === 'approved')).toBe(true);

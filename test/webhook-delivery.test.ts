@@ -7,6 +7,7 @@ import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtim
 import { readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver, type Receiver, type ReceivedDelivery } from './support/webhook-receiver.js';
+import { eventually } from './support/eventually.js';
 
 let env: TestEnv;
 let org: TestOrg;
@@ -129,7 +130,7 @@ describe('webhook delivery', () => {
     }
 
     const deliveryId = attempts[0]!.headers['x-service-webhook-id'] as string;
-    const log = await until(async () => {
+    const log = await eventually(async () => {
       const res = await org.request('get', `/v1/webhooks/${endpoint.id}/deliveries`).expect(200);
       const delivery = res.body.deliveries.find((d: { id: string }) => d.id === deliveryId);
       return delivery?.status === 'succeeded' ? delivery : null;
@@ -155,7 +156,7 @@ describe('webhook delivery', () => {
     receiver.respond('/gone', () => ({ status: 410 }));
     await createApproval('allow');
     await receiver.waitFor(() => receiver.at('/gone').length >= 1);
-    const disabled = await until(async () => {
+    const disabled = await eventually(async () => {
       const res = await org.request('get', `/v1/webhooks/${endpoint.id}`).expect(200);
       return res.body.enabled === false ? res.body : null;
     });
@@ -176,7 +177,7 @@ describe('webhook delivery', () => {
       data: { failingSince: new Date(Date.now() - 5 * 24 * 3600 * 1000 - 60_000) },
     });
     await createApproval('allow');
-    const disabled = await until(async () => {
+    const disabled = await eventually(async () => {
       const row = await env.services.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } });
       return row.enabled ? null : row;
     });
@@ -214,7 +215,7 @@ describe('webhook delivery', () => {
     await createApproval('allow');
     const [first] = await receiver.waitFor(() => receiver.at('/redeliver').length >= 1).then(() => receiver.at('/redeliver'));
     const deliveryId = first!.headers['x-service-webhook-id'] as string;
-    await until(
+    await eventually(
       async () => (await env.services.db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } })).status === 'succeeded',
     );
     await org.request('post', `/v1/webhooks/${endpoint.id}/deliveries/${deliveryId}/redeliver`).expect(202);
@@ -224,13 +225,3 @@ describe('webhook delivery', () => {
     expect(second!.body.id).toBe(first!.body.id);
   });
 });
-
-async function until<T>(probe: () => Promise<T | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

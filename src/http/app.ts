@@ -7,7 +7,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
 import { approvalRoutes } from './routes/approval-routes.js';
-import { auditRoutes, sendCsvReplies } from './routes/audit-routes.js';
+import { auditRoutes } from './routes/audit-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
@@ -53,7 +53,6 @@ export function createApp(services: Services): Express {
     res.json(openApiDocument);
   });
 
-  app.use('/v1/audit', sendCsvReplies);
   const api = express.Router();
   mountRoutes(api, routes, (key) => services.orgs.authenticate(key));
   app.use(api);

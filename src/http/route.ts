@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { ForbiddenError, NotFoundError, PaymentRequiredError, ValidationError } from '../lib/errors.js';
@@ -16,10 +18,9 @@ export interface RouteInput<B, Q, P> {
   signal: AbortSignal;
 }
 
-export interface Reply {
-  status: number;
-  body?: unknown;
-}
+/** A JSON body (or none), or CSV: a string, or a stream opened only when the reply is sent. */
+export type Reply =
+  { status: number; body?: unknown } | { status: number; csv: string | (() => Readable); headers?: Record<string, string> };
 
 export interface ResponseSpec {
   description: string;
@@ -121,9 +122,21 @@ function handle(spec: AnyRouteSpec): RequestHandler {
     res.on('close', () => abort.abort());
     const reply = await spec.handler({ tenant: tenantOf(res), body, query, params, signal: abort.signal });
     if (res.writableEnded || abort.signal.aborted) return;
-    if (reply.body === undefined) res.status(reply.status).end();
-    else res.status(reply.status).json(reply.body);
+    res.status(reply.status);
+    if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
+    if (reply.body === undefined) res.end();
+    else res.json(reply.body);
   };
+}
+
+async function sendCsv(req: Request, res: Response, csv: string | (() => Readable), headers: Record<string, string> = {}): Promise<void> {
+  res.type('text/csv; charset=utf-8').set(headers);
+  if (typeof csv === 'string') {
+    res.send(csv);
+    return;
+  }
+  // Headers are gone once bytes are: a failure mid-stream can only cut the response short.
+  await pipeline(csv(), res).catch((error: unknown) => req.log.warn({ err: error }, 'CSV reply cut short'));
 }
 
 export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], authenticator: Parameters<typeof authenticate>[0]): void {

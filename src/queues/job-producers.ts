@@ -12,6 +12,12 @@ import {
   type EmailJob,
 } from './job-definitions.js';
 
+/**
+ * How long a request waits on Redis to enqueue work that a sweeper would also find in Postgres:
+ * past it the request answers anyway, and the work starts late instead of never.
+ */
+export const ENQUEUE_HINT_TIMEOUT_MS = 250;
+
 /** Typed ways to enqueue work, shared by the API and the workers. */
 export class JobProducers {
   readonly expiry: Queue;

@@ -1,6 +1,3 @@
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import type { RequestHandler, Response } from 'express';
 import { toCsv, toEventView, type AuditService } from '../../modules/audit/audit-service.js';
 import {
   auditExportCreateSchema,
@@ -14,35 +11,6 @@ import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
 const AUDIT_PLANS = ['pro', 'enterprise'] as const;
-
-/**
- * A CSV reply: a page, or an export file streamed from disk. The route layer sends every reply
- * with `res.json`; `sendCsvReplies` (mounted in front of these routes) sends this one as CSV. A
- * file is opened only when the reply is sent, so an abandoned request opens nothing.
- */
-export class CsvReply {
-  constructor(
-    readonly body: string | (() => Readable),
-    readonly headers: Record<string, string> = {},
-  ) {}
-
-  async send(res: Response): Promise<void> {
-    res.type('text/csv; charset=utf-8').set(this.headers);
-    if (typeof this.body === 'string') res.send(this.body);
-    else await pipeline(this.body(), res);
-  }
-}
-
-export const sendCsvReplies: RequestHandler = (req, res, next) => {
-  const json = res.json.bind(res);
-  res.json = (body: unknown) => {
-    if (!(body instanceof CsvReply)) return json(body);
-    // Headers are gone once bytes are: a failure mid-stream can only cut the response short.
-    body.send(res).catch((error: unknown) => req.log.warn({ err: error }, 'audit CSV reply cut short'));
-    return res;
-  };
-  next();
-};
 
 export function auditRoutes(audit: AuditService) {
   return [
@@ -63,7 +31,7 @@ export function auditRoutes(audit: AuditService) {
       },
       handler: async ({ tenant, query }) => {
         const page = await audit.page(tenant, query);
-        if (query.format === 'csv') return { status: 200, body: new CsvReply(toCsv(page.events)) };
+        if (query.format === 'csv') return { status: 200, csv: toCsv(page.events) };
         return { status: 200, body: { ...page, events: page.events.map(toEventView) } };
       },
     }),
@@ -108,7 +76,7 @@ export function auditRoutes(audit: AuditService) {
       handler: async ({ tenant, params }) => {
         const file = await audit.download(tenant, params.id);
         const headers = { 'content-length': String(file.size), 'content-disposition': `attachment; filename="${file.filename}"` };
-        return { status: 200, body: new CsvReply(file.read, headers) };
+        return { status: 200, csv: file.read, headers };
       },
     }),
   ];

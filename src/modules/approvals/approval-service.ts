@@ -6,7 +6,7 @@ import type { PolicyService } from '../policies/policy-service.js';
 import type { ApprovalCreateInput, ApprovalView, DecisionInput } from './approval-schemas.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
-import type { JobProducers } from '../../queues/job-producers.js';
+import { ENQUEUE_HINT_TIMEOUT_MS, type JobProducers } from '../../queues/job-producers.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalStore, type Approval, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
@@ -18,9 +18,6 @@ const MAX_POLICY_RACES = 5;
 
 /** When the database says a deadline is not reached yet although this process's clock says it is. */
 const CLOCK_SKEW_RETRY_MS = 100;
-
-/** How long a request may wait on Redis for work that the sweepers would do anyway. */
-const REDIS_HINT_TIMEOUT_MS = 250;
 
 export interface ApprovalLimits {
   freeTierMonthlyApprovals: number;
@@ -129,7 +126,7 @@ export class ApprovalService {
     const { jobs, outboxSignal, logger } = this.afterCommit;
     await Promise.all([
       approval.expiresAt &&
-        withTimeout(jobs.scheduleExpiry(orgId, approval.id, approval.expiresAt), REDIS_HINT_TIMEOUT_MS, 'scheduling expiry').catch(
+        withTimeout(jobs.scheduleExpiry(orgId, approval.id, approval.expiresAt), ENQUEUE_HINT_TIMEOUT_MS, 'scheduling expiry').catch(
           (error: unknown) => {
             logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it');
           },

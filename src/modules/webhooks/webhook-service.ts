@@ -3,7 +3,7 @@ import type { Database } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
-import type { JobProducers } from '../../queues/job-producers.js';
+import { ENQUEUE_HINT_TIMEOUT_MS, type JobProducers } from '../../queues/job-producers.js';
 import type { AuditEventDraft, AuditEventType, WebhookEventType } from '../audit/audit-events.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type {
@@ -19,12 +19,6 @@ import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError } from './we
 
 /** How long the replaced secret still signs deliveries after a rotation (contract C5). */
 const PREVIOUS_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
-
-/**
- * How long a redelivery waits on Redis. The delivery is already due in Postgres, so a job that
- * is not enqueued only waits for the stalled-deliveries sweeper.
- */
-const REDIS_HINT_TIMEOUT_MS = 250;
 
 export interface WebhookAfterCommit {
   jobs: JobProducers;
@@ -109,7 +103,7 @@ export class WebhookService {
     const now = new Date();
     await store.redeliver(deliveryId, now);
     const { jobs, logger } = this.afterCommit;
-    await withTimeout(jobs.deliverNow(deliveryId, delivery.attemptCount + 1), REDIS_HINT_TIMEOUT_MS, 'scheduling redelivery').catch(
+    await withTimeout(jobs.deliverNow(deliveryId, delivery.attemptCount + 1), ENQUEUE_HINT_TIMEOUT_MS, 'scheduling redelivery').catch(
       (error: unknown) => {
         logger.warn({ err: error, deliveryId }, 'could not schedule redelivery; the sweeper will send it');
       },

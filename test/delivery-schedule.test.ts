@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_ATTEMPTS, nextAttemptDelay } from '../src/modules/webhooks/delivery-schedule.js';
+import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
+import { parseWorkerRoles, WORKER_ROLES } from '../workers/worker-runtime.js';
+
+const SCHEDULE_S = [10, 60, 300, 1_800, 7_200, 21_600, 43_200, 86_400, 86_400];
+
+describe('webhook retry schedule (contract C5)', () => {
+  it('makes 10 attempts in all, waiting at most the contract schedule after each', () => {
+    expect(MAX_ATTEMPTS).toBe(10);
+    SCHEDULE_S.forEach((seconds, index) => {
+      expect(nextAttemptDelay(index + 1, 1, null, () => 1)).toBe(seconds * 1000);
+      expect(nextAttemptDelay(index + 1, 1, null, () => 0)).toBe(0);
+    });
+    expect(nextAttemptDelay(10, 1, null)).toBeNull();
+  });
+
+  it('draws each wait with full jitter and scales it', () => {
+    expect(nextAttemptDelay(2, 1, null, () => 0.5)).toBe(30_000);
+    expect(nextAttemptDelay(2, 0.001, null, () => 1)).toBe(60);
+    for (let i = 0; i < 100; i++) {
+      const delay = nextAttemptDelay(3, 1, null)!;
+      expect(delay).toBeGreaterThanOrEqual(0);
+      expect(delay).toBeLessThanOrEqual(300_000);
+    }
+  });
+
+  it('waits at least a Retry-After, unscaled and capped at 24 h', () => {
+    expect(nextAttemptDelay(1, 0.001, 7_000, () => 1)).toBe(7_000);
+    expect(nextAttemptDelay(1, 1, 3 * 24 * 3600 * 1000, () => 0)).toBe(24 * 3600 * 1000);
+    expect(nextAttemptDelay(10, 1, 7_000)).toBeNull();
+  });
+});
+
+describe('endpoint slots', () => {
+  const redis = new Redis('redis://127.0.0.1:6379');
+  const prefix = `agtest:slots:${randomBytes(4).toString('hex')}`;
+  afterAll(async () => {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  it('holds at most the limit per endpoint, across holders, and frees a slot on release', async () => {
+    const slots = new EndpointSlots(redis, prefix, 2, 30_000);
+    expect(await slots.acquire('endpoint-a', 'job-1')).toBe(true);
+    expect(await slots.acquire('endpoint-a', 'job-2')).toBe(true);
+    expect(await slots.acquire('endpoint-a', 'job-3')).toBe(false);
+    expect(await slots.acquire('endpoint-b', 'job-4')).toBe(true);
+    await slots.release('endpoint-a', 'job-1');
+    expect(await slots.acquire('endpoint-a', 'job-3')).toBe(true);
+  });
+
+  it('frees the slot of a holder that never released it once its hold lapses', async () => {
+    const slots = new EndpointSlots(redis, prefix, 1, 100);
+    expect(await slots.acquire('endpoint-c', 'killed-worker')).toBe(true);
+    expect(await slots.acquire('endpoint-c', 'next')).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await slots.acquire('endpoint-c', 'next')).toBe(true);
+  });
+});
+
+describe('WORKER_QUEUES', () => {
+  it('runs every role when unset, and the named ones otherwise', () => {
+    expect(parseWorkerRoles(undefined)).toEqual([...WORKER_ROLES]);
+    expect(parseWorkerRoles(' webhook-delivery, outbox-relay ')).toEqual(['webhook-delivery', 'outbox-relay']);
+  });
+
+  it('names the roles it does not know', () => {
+    expect(() => parseWorkerRoles('webhook-delivery,mailer')).toThrow(/unknown roles: mailer/);
+  });
+});
