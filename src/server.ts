@@ -8,7 +8,7 @@ import { createServices } from './services.js';
 /** The `web` process: the HTTP API. */
 const config = loadConfig();
 const logger = createLogger(config, 'web');
-const services = await createServices(config, logger);
+const services = await createServices(config, logger, 'web');
 const server = createApp(services).listen(config.PORT);
 await once(server, 'listening');
 // Above a typical load balancer's idle timeout, so the balancer closes idle connections first.

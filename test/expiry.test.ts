@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expiryJob } from '../src/queues/job-definitions.js';
+import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
+import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -66,7 +67,9 @@ describe('expiry', () => {
 
   it('expires approvals whose job Redis lost, through the sweeper', async () => {
     const approval = await create('short');
-    const job = await env.services.jobs.expiry.getJob(expiryJob.jobId(approval.id));
+    const job = await env.services.jobs
+      .queue(approvalExpiryJob)
+      .getJob(approvalExpiryJob.jobId!({ orgId: org.orgId, approvalId: approval.id }));
     expect(job).toBeDefined();
     await job!.remove();
     const settled = await waitForSettlement(approval.id);
@@ -176,7 +179,7 @@ describe('outbox relay', () => {
     );
     const deliveries = await env.services.db.webhookDelivery.findMany({ where: { eventId: event.id } });
     expect(deliveries).toEqual([expect.objectContaining({ endpointId: endpoint.id, status: 'pending', attemptCount: 0 })]);
-    expect(await env.services.jobs.webhookDelivery.getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
+    expect(await env.services.jobs.queue(webhookDeliveryJob).getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
     await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
   });
 });

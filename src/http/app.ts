@@ -58,12 +58,7 @@ export function createApp(services: Services): Express {
   app.use(api);
   const { ADMIN_USER, ADMIN_PASSWORD } = services.config;
   if (ADMIN_USER && ADMIN_PASSWORD) {
-    const { expiry, webhookDelivery, email, maintenance, auditExport } = services.jobs;
-    mountQueueDashboard(app, {
-      queues: [expiry, webhookDelivery, email, maintenance, auditExport],
-      user: ADMIN_USER,
-      password: ADMIN_PASSWORD,
-    });
+    mountQueueDashboard(app, { queues: services.jobs.all(), user: ADMIN_USER, password: ADMIN_PASSWORD });
   }
   app.use(notFoundHandler);
   app.use(errorHandler);

@@ -2,6 +2,8 @@ import type { ApprovalService } from '../../modules/approvals/approval-service.j
 import {
   approvalCreateSchema,
   approvalIdParamsSchema,
+  approvalListQuerySchema,
+  approvalListSchema,
   approvalReadQuerySchema,
   approvalViewSchema,
   decisionSchema,
@@ -28,6 +30,18 @@ export function approvalRoutes(approvals: ApprovalService) {
         const { created, approval } = await approvals.create(tenant, body);
         return { status: created && approval.status === 'approved' ? 200 : 201, body: approval };
       },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/approvals',
+      summary: 'List approvals, newest first, with filters and cursor paging',
+      scope: 'approvals:read',
+      query: approvalListQuerySchema,
+      responses: {
+        200: { description: 'A page of approvals; `nextCursor` is null on the last page.', schema: approvalListSchema },
+        ...problemResponses(401, 403, 422),
+      },
+      handler: async ({ tenant, query }) => ({ status: 200, body: await approvals.list(tenant, query) }),
     }),
     defineRoute({
       method: 'get',

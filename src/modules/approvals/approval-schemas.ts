@@ -2,6 +2,9 @@ import { z } from 'zod';
 
 const jsonObject = z.record(z.string(), z.unknown());
 
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
 export const approvalCreateSchema = z
   .object({
     action: z.string().min(1).max(200),
@@ -39,10 +42,29 @@ export const approvalReadQuerySchema = z.object({
 
 export const approvalIdParamsSchema = z.object({ id: z.uuid() });
 
+/** Who approved or rejected (contract C3): a member, an API key, or the policy itself for an auto-approval. */
+export const deciderSchema = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('user'), id: z.uuid(), email: z.string() }),
+    z.object({ type: z.literal('api_key'), id: z.uuid() }),
+    z.object({ type: z.literal('policy'), id: z.string().meta({ description: 'The policy key.' }) }),
+  ])
+  .meta({ id: 'Decider' });
+export type Decider = z.output<typeof deciderSchema>;
+
+export const voteSchema = z
+  .object({
+    by: deciderSchema,
+    verdict: z.enum(['approved', 'rejected']),
+    feedback: z.string().nullable(),
+    at: z.iso.datetime(),
+  })
+  .meta({ id: 'Vote' });
+
 export const approvalViewSchema = z
   .object({
     id: z.uuid(),
-    status: z.enum(['pending', 'approved', 'rejected', 'expired', 'escalated']),
+    status: z.enum(APPROVAL_STATUSES),
     action: z.string(),
     payload: jsonObject,
     context: jsonObject.optional(),
@@ -51,6 +73,48 @@ export const approvalViewSchema = z
     feedback: z.string().nullable(),
     escalatedTo: z.uuid().optional(),
     escalatedFrom: z.uuid().optional(),
+    agent: z.string().nullable(),
+    policyKey: z.string(),
+    payloadHash: z.string().meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of `payload`.' }),
+    decidedBy: deciderSchema.nullable().meta({ description: 'Null unless approved or rejected.' }),
+    decidedAt: z.iso.datetime().nullable().meta({ description: 'Null unless approved or rejected.' }),
+    quorum: z.number().int().meta({ description: 'Distinct approvals needed.' }),
+    votes: z.array(voteSchema),
+    onBehalfOf: z.string().nullable(),
   })
   .meta({ id: 'ApprovalRequestView' });
 export type ApprovalView = z.output<typeof approvalViewSchema>;
+
+const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).transform((value) => new Date(value));
+
+/** Query of GET /v1/approvals (contract C8). Unknown parameters are refused: a misspelt filter would list everything. */
+export const approvalListQuerySchema = z
+  .strictObject({
+    status: z
+      .string()
+      .transform((value) => [...new Set(value.split(','))])
+      .pipe(z.array(z.enum(APPROVAL_STATUSES)))
+      .optional()
+      .meta({ description: 'One status or a comma-separated list.' }),
+    action: z.string().min(1).max(200).optional(),
+    agent: z.string().min(1).max(200).optional(),
+    policyKey: z.string().min(1).max(200).optional(),
+    from: instant.optional().meta({ description: 'Created at or after (ISO 8601).' }),
+    to: instant.optional().meta({ description: 'Created at or before (ISO 8601).' }),
+    limit: z
+      .string()
+      .regex(/^\d{1,4}$/, 'limit must be an integer from 1 to 200')
+      .transform(Number)
+      .pipe(z.number().min(1, 'limit must be an integer from 1 to 200').max(200, 'limit must be an integer from 1 to 200'))
+      .default(50),
+    cursor: z.string().min(1).max(200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+  })
+  .refine((query) => !query.from || !query.to || query.from <= query.to, { path: ['to'], message: 'to must not be before from' });
+export type ApprovalListQuery = z.output<typeof approvalListQuerySchema>;
+
+export const approvalListSchema = z
+  .object({
+    approvals: z.array(approvalViewSchema),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'ApprovalList' });

@@ -15,14 +15,15 @@ export class ApprovalSettlements {
   private readonly channel: string;
   private closed = false;
 
+  /** Without a subscriber (worker processes, which hold no long-polls) it only publishes. */
   constructor(
     private readonly publisher: Redis,
-    private readonly subscriber: Redis,
+    private readonly subscriber: Redis | null,
     prefix: string,
     private readonly logger: Logger,
   ) {
     this.channel = `${prefix}:approvals:settled`;
-    this.subscriber.on('message', (channel: string, approvalId: string) => {
+    this.subscriber?.on('message', (channel: string, approvalId: string) => {
       if (channel === this.channel) this.wake(approvalId);
     });
   }
@@ -32,6 +33,7 @@ export class ApprovalSettlements {
    * the API must come up while Redis is away, with long-polls answering at the end of their wait.
    */
   async start(timeoutMs = 2000): Promise<void> {
+    if (!this.subscriber) return;
     const subscribed = this.subscriber.subscribe(this.channel).then(
       () => true,
       (error: unknown) => {
