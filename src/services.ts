@@ -2,8 +2,10 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
 import { createDataLayer, type Database, type Sql } from './data/database.js';
+import type { EventConsumer } from './consumers/consumer.js';
+import { CONSUMERS } from './consumers/registry.js';
 import { JobQueues } from './jobs/job-queues.js';
-import { JOBS } from './jobs/registry.js';
+import { jobsFor } from './jobs/registry.js';
 import type { Logger } from './lib/logger.js';
 import { createMailer, type Mailer } from './lib/mailer.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
@@ -37,6 +39,8 @@ export interface Services {
   settlements: ApprovalSettlements;
   outboxSignal: OutboxSignal;
   outbox: OutboxStore;
+  /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
+  consumers: readonly EventConsumer<any>[];
   consumerTasks: ConsumerTaskStore;
   jobs: JobQueues;
   mailer: Mailer;
@@ -51,7 +55,12 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config, logger: Logger, role: ProcessRole): Promise<Services> {
+export async function createServices(
+  config: Config,
+  logger: Logger,
+  role: ProcessRole,
+  { consumers = CONSUMERS }: { consumers?: readonly EventConsumer<any>[] } = {},
+): Promise<Services> {
   const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE, (error) =>
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
@@ -61,7 +70,7 @@ export async function createServices(config: Config, logger: Logger, role: Proce
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
   await settlements.start();
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
-  const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, JOBS);
+  const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);
 
   const orgs = new OrgService(data);
@@ -91,6 +100,7 @@ export async function createServices(config: Config, logger: Logger, role: Proce
     settlements,
     outboxSignal,
     outbox: new OutboxStore(db, sql),
+    consumers,
     consumerTasks: new ConsumerTaskStore(sql),
     jobs,
     mailer,

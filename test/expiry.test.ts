@@ -43,6 +43,8 @@ describe('expiry', () => {
     const settled = await waitForSettlement(approval.id);
     const lateness = Date.now() - deadline;
     expect(settled).toMatchObject({ status: 'expired', expiresAt: null, feedback: null });
+    // Contract C3: an expiry is not a decision.
+    expect(settled).toMatchObject({ decidedBy: null, decidedAt: null });
     expect(lateness).toBeLessThan(1000);
 
     const chain = await readChain(env.services.db, org.orgId);
@@ -114,6 +116,7 @@ describe('escalation', () => {
     const first = await create('tier1', { amount: 7 });
     const firstSettled = await waitForSettlement(first.id);
     expect(firstSettled).toMatchObject({ status: 'escalated', expiresAt: null, feedback: null, escalatedTo: expect.any(String) });
+    expect(firstSettled).toMatchObject({ decidedBy: null, decidedAt: null });
     await org.request('post', `/v1/approvals/${first.id}/decision`).send({ verdict: 'approved' }).expect(409);
 
     const second = (await org.request('get', `/v1/approvals/${firstSettled.escalatedTo}`).expect(200)).body as View;

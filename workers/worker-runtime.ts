@@ -1,6 +1,5 @@
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { CONSUMERS } from '../src/consumers/registry.js';
 import type { JobDefinition } from '../src/jobs/job.js';
 import { JOBS } from '../src/jobs/registry.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
@@ -62,7 +61,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
     }
   };
 
-  const definitions = JOBS.filter((definition) => roles.includes(definition.queue));
+  const definitions = services.jobs.definitions.filter((definition) => roles.includes(definition.queue));
   definitions.forEach(startWorker);
   const scheduled = definitions.filter((definition) => definition.schedules);
   if (scheduled.length > 0) {
@@ -75,7 +74,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
   }
 
   if (roles.includes('outbox-relay')) {
-    const relay = new OutboxRelay(CONSUMERS, services, {
+    const relay = new OutboxRelay(services, {
       batchSize: config.OUTBOX_BATCH_SIZE,
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
       leaseMs: config.OUTBOX_LEASE_MS,

@@ -1,5 +1,4 @@
 import type { Services } from '../services.js';
-import { CONSUMERS } from './registry.js';
 
 /** Done tasks are kept this long for inspection, then forgotten. */
 const DONE_TASK_RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -13,7 +12,7 @@ export async function resumeStalledTasks(services: Services, limit: number): Pro
   const stalled = await services.consumerTasks.findStalled(services.config.CONSUMER_TASK_GRACE_MS, limit);
   await Promise.all(
     stalled.map(({ eventId, consumer: name }) => {
-      const consumer = CONSUMERS.find((candidate) => candidate.name === name);
+      const consumer = services.consumers.find((candidate) => candidate.name === name);
       if (!consumer) return services.logger.warn({ consumer: name, eventId }, 'pending task of a consumer that no longer exists');
       return services.jobs.add(consumer.job, { eventId });
     }),

@@ -28,7 +28,12 @@ interface Enqueued {
 export class JobQueues {
   private readonly queues = new Map<string, { queue: Queue; batch: Batcher<Enqueued> }>();
 
-  constructor(connection: ConnectionOptions, prefix: string, logger: Logger, definitions: readonly JobDefinition<any>[]) {
+  constructor(
+    connection: ConnectionOptions,
+    prefix: string,
+    logger: Logger,
+    readonly definitions: readonly JobDefinition<any>[],
+  ) {
     for (const definition of definitions) {
       const queue = new Queue(definition.queue, { connection, prefix, defaultJobOptions: retention });
       queue.on('error', (error) => logger.warn({ err: error, queue: queue.name }, 'queue error'));

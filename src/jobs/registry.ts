@@ -1,3 +1,4 @@
+import type { EventConsumer } from '../consumers/consumer.js';
 import { CONSUMERS } from '../consumers/registry.js';
 import { approvalExpiryJob } from './approval-expiry.js';
 import { auditExportJob } from './audit-export.js';
@@ -8,9 +9,8 @@ import { maintenanceJob } from './maintenance.js';
  * Every queue: the standalone jobs and each consumer's. Producers, the roles of WORKER_QUEUES,
  * worker concurrency and Bull Board's list all come from here.
  */
-export const JOBS: readonly JobDefinition<any>[] = [
-  approvalExpiryJob,
-  maintenanceJob,
-  auditExportJob,
-  ...CONSUMERS.map((consumer) => consumer.job),
-];
+export function jobsFor(consumers: readonly EventConsumer<any>[]): JobDefinition<any>[] {
+  return [approvalExpiryJob, maintenanceJob, auditExportJob, ...consumers.map((consumer) => consumer.job)];
+}
+
+export const JOBS = jobsFor(CONSUMERS);

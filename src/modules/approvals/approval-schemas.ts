@@ -92,8 +92,16 @@ export const approvalListQuerySchema = z
   .strictObject({
     status: z
       .string()
-      .transform((value) => [...new Set(value.split(','))])
-      .pipe(z.array(z.enum(APPROVAL_STATUSES)))
+      .transform((value, ctx) => {
+        const statuses = [...new Set(value.split(','))];
+        const unknown = statuses.find((status) => !(APPROVAL_STATUSES as readonly string[]).includes(status));
+        if (unknown === undefined) return statuses as ApprovalStatus[];
+        ctx.addIssue({
+          code: 'custom',
+          message: `status must be one or more of ${APPROVAL_STATUSES.join(', ')}, comma-separated; '${unknown}' is not one`,
+        });
+        return z.NEVER;
+      })
       .optional()
       .meta({ description: 'One status or a comma-separated list.' }),
     action: z.string().min(1).max(200).optional(),

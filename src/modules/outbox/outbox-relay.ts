@@ -1,4 +1,4 @@
-import { eventsFor, type EventConsumer } from '../../consumers/consumer.js';
+import { eventsFor } from '../../consumers/consumer.js';
 import { withTimeout } from '../../lib/time.js';
 import type { Services } from '../../services.js';
 import type { DomainEvent } from './domain-events.js';
@@ -24,7 +24,6 @@ export class OutboxRelay {
   private signalled = false;
 
   constructor(
-    private readonly consumers: readonly EventConsumer<any>[],
     private readonly services: Services,
     private readonly options: RelayOptions,
   ) {}
@@ -52,7 +51,7 @@ export class OutboxRelay {
 
   private async handOver(events: readonly DomainEvent[]): Promise<void> {
     await Promise.all(
-      this.consumers.map(async (consumer) => {
+      this.services.consumers.map(async (consumer) => {
         const subscribed = eventsFor(consumer, events);
         if (subscribed.length === 0) return;
         const payloads = await consumer.plan(subscribed, this.services);
