@@ -13,6 +13,7 @@ import { withTimeout } from './lib/time.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
+import { MemberService } from './modules/members/member-service.js';
 import { OrgService } from './modules/orgs/org-service.js';
 import { OutboxSignal } from './modules/outbox/outbox-signal.js';
 import { OutboxStore } from './modules/outbox/outbox-store.js';
@@ -45,6 +46,7 @@ export interface Services {
   jobs: JobQueues;
   mailer: Mailer;
   orgs: OrgService;
+  members: MemberService;
   policies: PolicyService;
   approvals: ApprovalService;
   webhooks: WebhookService;
@@ -74,6 +76,7 @@ export async function createServices(
   const mailer = createMailer(config, logger);
 
   const orgs = new OrgService(data);
+  const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
   const policies = new PolicyService(data);
   const approvals = new ApprovalService(
     data,
@@ -105,6 +108,7 @@ export async function createServices(
     jobs,
     mailer,
     orgs,
+    members,
     policies,
     approvals,
     webhooks,

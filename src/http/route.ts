@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ForbiddenError, NotFoundError, PaymentRequiredError, ValidationError } from '../lib/errors.js';
 import { fieldErrors } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
-import { authenticate, tenantOf } from './authenticate.js';
+import { authenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -18,9 +18,13 @@ export interface RouteInput<B, Q, P> {
   signal: AbortSignal;
 }
 
+/** Opens a console session in the browser (the cookie of contract C9), or ends it. */
+export type SessionCookie = { token: string; expiresAt: Date } | 'clear';
+
 /** A JSON body (or none), or CSV: a string, or a stream opened only when the reply is sent. */
 export type Reply =
-  { status: number; body?: unknown } | { status: number; csv: string | (() => Readable); headers?: Record<string, string> };
+  | { status: number; body?: unknown; session?: SessionCookie }
+  | { status: number; csv: string | (() => Readable); headers?: Record<string, string> };
 
 export interface ResponseSpec {
   description: string;
@@ -37,7 +41,10 @@ export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
   /** Express path syntax, e.g. `/v1/approvals/:id`. */
   path: string;
   summary: string;
-  scope: Scope;
+  /** Credentials the operation takes (default: an API key or a session). */
+  auth?: AuthMode;
+  /** The scope it needs; none for public operations and for a member's own session. */
+  scope?: Scope;
   /** Plans allowed to call this operation; others get 402. All plans when omitted. */
   plans?: readonly Tenant['plan'][];
   body?: B;
@@ -90,9 +97,11 @@ function parseJsonBody(req: Request, res: Response, next: NextFunction): void {
 
 function requireAccess(spec: AnyRouteSpec): RequestHandler {
   return async (req, res, next) => {
+    if (spec.auth === 'public') return next();
     const tenant = tenantOf(res);
-    if (!tenant.scopes.has(spec.scope)) {
-      throw new ForbiddenError(`This API key lacks the '${spec.scope}' scope required by ${spec.method.toUpperCase()} ${spec.path}.`);
+    if (spec.scope && !tenant.scopes.has(spec.scope)) {
+      const who = tenant.principal.type === 'session' ? `A member with the ${tenant.principal.role} role` : 'This API key';
+      throw new ForbiddenError(`${who} lacks the '${spec.scope}' scope required by ${spec.method.toUpperCase()} ${spec.path}.`);
     }
     if (spec.plans && !spec.plans.includes(tenant.plan)) {
       throw new PaymentRequiredError(`This operation needs the ${spec.plans.join(' or ')} plan; the organization is on ${tenant.plan}.`);
@@ -102,7 +111,7 @@ function requireAccess(spec: AnyRouteSpec): RequestHandler {
   };
 }
 
-function handle(spec: AnyRouteSpec): RequestHandler {
+function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
   return async (req, res) => {
     let params: unknown;
     if (spec.params) {
@@ -120,10 +129,19 @@ function handle(spec: AnyRouteSpec): RequestHandler {
 
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const reply = await spec.handler({ tenant: tenantOf(res), body, query, params, signal: abort.signal });
+    const reply = await spec.handler({
+      get tenant() {
+        return tenantOf(res);
+      },
+      body,
+      query,
+      params,
+      signal: abort.signal,
+    });
     if (res.writableEnded || abort.signal.aborted) return;
     res.status(reply.status);
     if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
+    if (reply.session) setSessionCookie(res, reply.session, cookies);
     if (reply.body === undefined) res.end();
     else res.json(reply.body);
   };
@@ -139,9 +157,31 @@ async function sendCsv(req: Request, res: Response, csv: string | (() => Readabl
   await pipeline(csv(), res).catch((error: unknown) => req.log.warn({ err: error }, 'CSV reply cut short'));
 }
 
-export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], authenticator: Parameters<typeof authenticate>[0]): void {
+export interface CookieOptions {
+  /** `Secure` outside development and test, where the console is served over plain HTTP. */
+  secure: boolean;
+}
+
+/** The session cookie of contract C9: HttpOnly, SameSite=Lax, Path=/, Secure outside development and test. */
+function setSessionCookie(res: Response, session: SessionCookie, { secure }: CookieOptions): void {
+  const options = { httpOnly: true, sameSite: 'lax', path: '/', secure } as const;
+  if (session === 'clear') res.clearCookie(SESSION_COOKIE, options);
+  else res.cookie(SESSION_COOKIE, session.token, { ...options, expires: session.expiresAt });
+}
+
+export function mountRoutes(
+  router: Router,
+  specs: readonly AnyRouteSpec[],
+  { authenticators, cookies }: { authenticators: Authenticators; cookies: CookieOptions },
+): void {
   for (const spec of specs) {
-    const chain: RequestHandler[] = [authenticate(authenticator), ...(spec.body ? [parseJsonBody] : []), requireAccess(spec), handle(spec)];
+    const mode = spec.auth ?? 'credentials';
+    const chain: RequestHandler[] = [
+      ...(mode === 'public' ? [] : [authenticate(authenticators, mode)]),
+      ...(spec.body ? [parseJsonBody] : []),
+      requireAccess(spec),
+      handle(spec, cookies),
+    ];
     router[spec.method](spec.path, ...chain);
   }
 }

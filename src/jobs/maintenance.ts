@@ -9,7 +9,10 @@ const sweeper: Actor = { type: 'system', id: 'expiry-sweeper' };
 const EXPIRY_GRACE_MS = 1_000;
 const SWEEP_BATCH = 500;
 
-const TASKS = ['sweep-expired-approvals', 'sweep-stalled-deliveries', 'sweep-consumer-tasks'] as const;
+const TASKS = ['sweep-expired-approvals', 'sweep-stalled-deliveries', 'sweep-consumer-tasks', 'prune-sign-in-records'] as const;
+
+/** Ended sessions, expired invites and old sign-in failures are only clutter: an hourly prune is plenty. */
+const PRUNE_INTERVAL_MS = 3_600_000;
 
 /**
  * The periodic safety nets: state lives in Postgres, so whatever Redis lost is found again here.
@@ -26,6 +29,7 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
         ['sweep-expired-approvals', config.EXPIRY_SWEEP_INTERVAL_MS],
         ['sweep-stalled-deliveries', config.DELIVERY_SWEEP_INTERVAL_MS],
         ['sweep-consumer-tasks', config.CONSUMER_SWEEP_INTERVAL_MS],
+        ['prune-sign-in-records', PRUNE_INTERVAL_MS],
       ] as const
     ).map(([task, everyMs]) => ({ id: task, payload: { task }, everyMs })),
   processor:
@@ -38,6 +42,8 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
           return { resumed: await services.deliveries.resumeStalled() };
         case 'sweep-consumer-tasks':
           return resumeStalledTasks(services, SWEEP_BATCH);
+        case 'prune-sign-in-records':
+          return { pruned: await services.members.prune() };
       }
     },
 });

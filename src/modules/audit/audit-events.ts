@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
-/** Every audit event type of contract C6. */
+/** Every audit event type of contracts C6 and C9. */
 export const AUDIT_EVENT_TYPES = [
   'approval.created',
   'approval.approved',
@@ -15,6 +15,12 @@ export const AUDIT_EVENT_TYPES = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.secret_rotated',
+  'member.created',
+  'member.updated',
+  'member.removed',
+  'approval.vote_recorded',
+  'integration.updated',
+  'integration.removed',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

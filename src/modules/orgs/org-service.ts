@@ -23,11 +23,14 @@ export class OrgService {
     return { orgId: org.id, plan: org.plan };
   }
 
+  async requireOrganization(orgId: string): Promise<void> {
+    if (!isUuid(orgId) || !(await this.store.findOrganization(orgId)))
+      throw new NotFoundError(`No organization with id '${orgId}' exists.`);
+  }
+
   /** Creates a key; the returned `key` is the only time the secret exists outside the caller. */
   async createApiKey(input: { orgId: string; scopes: Scope[]; name?: string }): Promise<{ id: string; key: string }> {
-    if (!isUuid(input.orgId) || !(await this.store.findOrganization(input.orgId))) {
-      throw new NotFoundError(`No organization with id '${input.orgId}' exists.`);
-    }
+    await this.requireOrganization(input.orgId);
     const key = generateApiKey();
     const apiKey = await this.store.createApiKey({
       orgId: input.orgId,
@@ -52,9 +55,9 @@ export class OrgService {
     return {
       orgId: grant.orgId,
       plan: grant.plan,
-      keyId: grant.id,
       scopes: new Set(grant.scopes),
       actor: { type: 'api_key', id: grant.id },
+      principal: { type: 'api_key', keyId: grant.id },
     };
   }
 }
