@@ -79,6 +79,10 @@ export class PolicyService {
 
 function toDocument(policy: Policy): PolicyDocument {
   return {
+    reviewers: { roles: policy.reviewerRoles as PolicyDocument['reviewers']['roles'], members: policy.reviewerEmails },
+    quorum: policy.quorum,
+    allowSelfApproval: policy.allowSelfApproval,
+    channels: policy.channels as PolicyDocument['channels'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],
     timeoutSeconds: policy.timeoutSeconds,
