@@ -77,3 +77,24 @@ export type PolicyView = z.output<typeof policyViewSchema>;
 export const policyListSchema = z.object({ policies: z.array(policyViewSchema) }).meta({ id: 'PolicyList' });
 
 export const policyKeyParamsSchema = z.object({ key: policyKeySchema });
+
+/** A request to try against a policy, stored or drafted, without creating anything (contract C12). */
+export const policyEvaluationInputSchema = z
+  .strictObject({
+    action: z.string().min(1).max(200),
+    payload: z.record(z.string(), z.unknown()),
+    agent: z.string().min(1).max(200).nullish(),
+    context: z.record(z.string(), z.unknown()).nullish(),
+    policy: policyDocumentSchema.optional().meta({ description: 'A draft to evaluate instead of the stored policy.' }),
+  })
+  .meta({ id: 'PolicyEvaluationInput' });
+export type PolicyEvaluationInput = z.output<typeof policyEvaluationInputSchema>;
+
+export const policyEvaluationSchema = z
+  .object({
+    outcome: z.enum(['allow', 'review']),
+    matchedRule: z.number().int().nullable().meta({ description: 'The rule that matched or failed; null when the default applied.' }),
+    error: z.string().nullable().meta({ description: 'Why evaluation failed closed to review, if it did.' }),
+  })
+  .meta({ id: 'PolicyEvaluation' });
+export type PolicyEvaluation = z.output<typeof policyEvaluationSchema>;
