@@ -5,7 +5,7 @@ import { createDataLayer, type DataLayer } from '../data/database.js';
 import { AppError } from '../lib/errors.js';
 import { OrgService } from '../modules/orgs/org-service.js';
 import { PLANS, SCOPES } from '../modules/orgs/tenant.js';
-import { fieldErrors } from '../lib/validation.js';
+import { validate } from '../lib/validation.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -65,9 +65,9 @@ export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>
   } catch (error) {
     throw new CliError(`${(error as Error).message}\n\n${USAGE}`);
   }
-  const parsed = command.schema.safeParse(values);
+  const parsed = validate(command.schema, values, name!);
   if (!parsed.success) {
-    const problems = fieldErrors(parsed.error, name!).map((error) => `--${error.path}: ${error.message}`);
+    const problems = parsed.errors.map((error) => `--${error.path}: ${error.message}`);
     throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
   }
   const orgs = new OrgService(data);
