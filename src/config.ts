@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { validate } from './lib/validation.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
@@ -83,10 +84,10 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable means unset, as compose files and .env templates write optional ones.
-  const result = configSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
+  const result = validate(configSchema, Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')), 'environment');
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`Invalid environment configuration:\n${problems.join('\n')}`);
+    // Each message names its variable: "PORT must be an integer from 0 to 65535".
+    throw new ConfigError(`Invalid environment configuration:\n${result.errors.map((error) => `  ${error.message}`).join('\n')}`);
   }
   return result.data;
 }

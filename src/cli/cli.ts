@@ -6,7 +6,7 @@ import { AppError } from '../lib/errors.js';
 import { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
 import { PLANS, ROLES, SCOPES } from '../modules/orgs/tenant.js';
-import { fieldErrors } from '../lib/validation.js';
+import { validate } from '../lib/validation.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -84,9 +84,9 @@ export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>
   } catch (error) {
     throw new CliError(`${(error as Error).message}\n\n${USAGE}`);
   }
-  const parsed = command.schema.safeParse(values);
+  const parsed = validate(command.schema, values, name!);
   if (!parsed.success) {
-    const problems = fieldErrors(parsed.error, name!).map((error) => `--${error.path}: ${error.message}`);
+    const problems = parsed.errors.map((error) => `--${error.path}: ${error.message}`);
     throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
   }
   // The CLI holds no Redis connection: the relay finds what it writes by polling the outbox.

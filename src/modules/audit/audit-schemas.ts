@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeExpected, fieldName } from '../../lib/validation.js';
 import { AUDIT_EVENT_TYPES } from './audit-events.js';
 
 /** The CSV columns of contract C6, in order; also the keys of an exported event. */
@@ -11,11 +12,12 @@ const instantSchema = z
 
 /** A query-string integer: digits only, so that `1e3`, `0x10`, ` 5` and `` are refused. */
 function queryInteger(min: number, max: number) {
+  const integer = z.number().int().min(min).max(max);
   return z
     .string()
-    .regex(/^\d{1,16}$/, 'Expected a non-negative integer')
+    .regex(/^\d{1,16}$/, { error: (issue) => `${fieldName(issue.path, 'query')} must be ${describeExpected(integer)}` })
     .transform(Number)
-    .pipe(z.number().min(min).max(max));
+    .pipe(integer);
 }
 
 const filterShape = {
