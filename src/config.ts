@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
 import { validate } from './lib/validation.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
@@ -64,6 +65,24 @@ const environmentSchema = z.object({
   ADMIN_PASSWORD: z.string().min(1).optional(),
   /** Where bulk audit exports are written by workers and read by web processes: a directory all of them share. */
   EXPORT_DIR: z.string().min(1).default(path.join(tmpdir(), 'approval-gate-audit-exports')),
+  /** Ed25519 private key (PKCS#8 PEM or its base64 DER) that signs audit checkpoints (C14); none: no checkpoints. */
+  AUDIT_SIGNING_KEY: z
+    .string()
+    .refine(
+      (value) => {
+        try {
+          parseSigningKey(value);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { error: 'AUDIT_SIGNING_KEY must be an Ed25519 private key, PKCS#8 PEM or base64 DER (npm run cli -- audit:keygen makes one)' },
+    )
+    .optional(),
+  /** A checkpoint after this many events, and after this many seconds with new events, whichever first. */
+  AUDIT_CHECKPOINT_EVERY: positiveInt.default(1000),
+  AUDIT_CHECKPOINT_SECONDS: positiveInt.default(300),
 });
 
 /** Where links point (invites, decision links): `PUBLIC_URL`, or this machine on `PORT`. */

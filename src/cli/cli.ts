@@ -1,4 +1,6 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { keyIdOf } from '../modules/audit/checkpoint-signing.js';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createDataLayer, type DataLayer } from '../data/database.js';
@@ -15,6 +17,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   key:revoke --id KEY_ID
   org:plan   --org ORG_ID --plan free|pro|enterprise
   member:create --org ORG_ID --email EMAIL --role admin|reviewer|viewer [--name NAME]
+  audit:keygen   a new Ed25519 key for AUDIT_SIGNING_KEY (its private half printed once)
 
 Scopes: ${SCOPES.join(', ')}`;
 
@@ -50,6 +53,18 @@ const commands = {
     options: { org: { type: 'string' }, plan: { type: 'string' } },
     schema: z.object({ org: z.string().min(1), plan: z.enum(PLANS) }),
     run: ({ orgs }: CliServices, args: { org: string; plan: (typeof PLANS)[number] }) => orgs.setPlan(args.org, args.plan),
+  },
+  'audit:keygen': {
+    options: {},
+    schema: z.object({}),
+    run: async () => {
+      const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+      return {
+        keyId: keyIdOf(publicKey),
+        privateKey: privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+        publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      };
+    },
   },
   'member:create': {
     options: { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } },

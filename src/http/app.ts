@@ -46,7 +46,7 @@ export function createApp(services: Services): Express {
     ...approvalRoutes(services.approvals, services.approvalFeed),
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
-    ...auditRoutes(services.audit),
+    ...auditRoutes(services.audit, services.checkpoints),
     ...memberRoutes(services.members),
     ...sessionRoutes(services.members),
     ...keyRoutes(services.orgs),

@@ -88,7 +88,14 @@ export const verificationSchema = z
     intact: z.boolean(),
     count: z.number().int().meta({ description: 'Events checked: the whole chain, seq 1 to the head.' }),
     headHash: z.string().nullable().meta({ description: 'Hash of the head event; null for an empty chain.' }),
-    brokenAtSeq: z.number().int().nullable().meta({ description: 'First bad or missing seq; null when intact.' }),
+    brokenAtSeq: z
+      .number()
+      .int()
+      .nullable()
+      .meta({
+        description: 'First bad or missing seq, or the seq of the first signed checkpoint the chain contradicts; null when intact.',
+      }),
+    checkpoints: z.number().int().meta({ description: 'Signed checkpoints checked against the chain (contract C14).' }),
   })
   .meta({ id: 'AuditVerification' });
 export type Verification = z.output<typeof verificationSchema>;
@@ -111,3 +118,36 @@ export const auditExportViewSchema = z
 export type AuditExportView = z.output<typeof auditExportViewSchema>;
 
 export const auditExportParamsSchema = z.object({ id: z.uuid() });
+
+export const checkpointSchema = z
+  .object({
+    orgId: z.uuid(),
+    seq: z.number().int(),
+    hash: z.string(),
+    createdAt: z.iso.datetime(),
+    keyId: z.string(),
+    signature: z
+      .string()
+      .meta({ description: 'Base64 Ed25519 signature over the RFC 8785 bytes of { orgId, seq, hash, createdAt, keyId }.' }),
+  })
+  .meta({ id: 'AuditCheckpoint' });
+
+export const checkpointListQuerySchema = z.strictObject({
+  after: queryInteger(0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: 'Only checkpoints with a greater seq.' }),
+  limit: queryInteger(1, 1000).default(100).meta({ description: 'Page size, 1-1000.' }),
+});
+
+export const checkpointListSchema = z.object({ checkpoints: z.array(checkpointSchema) }).meta({ id: 'AuditCheckpointList' });
+
+export const signingKeyListSchema = z
+  .object({
+    keys: z.array(
+      z.object({
+        keyId: z.string(),
+        publicKey: z.string().meta({ description: 'SPKI PEM.' }),
+        createdAt: z.iso.datetime(),
+        retiredAt: z.iso.datetime().nullable().meta({ description: 'Checkpoints it signed after this time are not valid.' }),
+      }),
+    ),
+  })
+  .meta({ id: 'AuditSigningKeys' });
