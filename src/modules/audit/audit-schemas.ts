@@ -88,13 +88,9 @@ export const verificationSchema = z
     intact: z.boolean(),
     count: z.number().int().meta({ description: 'Events checked: the whole chain, seq 1 to the head.' }),
     headHash: z.string().nullable().meta({ description: 'Hash of the head event; null for an empty chain.' }),
-    brokenAtSeq: z
-      .number()
-      .int()
-      .nullable()
-      .meta({
-        description: 'First bad or missing seq, or the seq of the first signed checkpoint the chain contradicts; null when intact.',
-      }),
+    brokenAtSeq: z.number().int().nullable().meta({
+      description: 'First bad or missing seq, or the seq of the first signed checkpoint the chain contradicts; null when intact.',
+    }),
     checkpoints: z.number().int().meta({ description: 'Signed checkpoints checked against the chain (contract C14).' }),
   })
   .meta({ id: 'AuditVerification' });
