@@ -112,6 +112,17 @@ describe('signed audit checkpoints', () => {
     expect(verification).toEqual({ intact: true, count: 12, headHash: chain.at(-1)!.hash, brokenAtSeq: null, checkpoints: 2 });
     // A checkpoint is not an audit event: signing moved nothing in the chain.
     expect(await readChain(env.services.db, org.orgId)).toHaveLength(12);
+
+    // Exports carry the checkpoints in their range when asked.
+    const page = (await org.request('get', '/v1/audit?checkpoints=true&after=4&limit=5').expect(200)).body;
+    expect(page.events.map((e: { seq: number }) => e.seq)).toEqual([5, 6, 7, 8, 9]);
+    expect(page.checkpoints).toEqual([checkpoints[0]]);
+    expect((await org.request('get', '/v1/audit?limit=5').expect(200)).body).not.toHaveProperty('checkpoints');
+    const csv = (await org.request('get', '/v1/audit?format=csv&checkpoints=true').expect(200)).text.trim().split('\n');
+    const types = csv.slice(1).map((line) => line.split(',')[2]);
+    expect(types.filter((type) => type === 'audit.checkpoint')).toHaveLength(2);
+    expect(csv[6]!.startsWith('5,')).toBe(true);
+    expect(csv[6]).toContain('audit.checkpoint');
   });
 
   it('signs a chain that grew after AUDIT_CHECKPOINT_SECONDS even short of the count, and pages by seq', async () => {

@@ -291,6 +291,6 @@ describe('bulk exports', () => {
       expect.arrayContaining(['/v1/audit', '/v1/audit/exports', '/v1/audit/exports/{id}', '/v1/audit/exports/{id}/download']),
     );
     const parameters = body.paths['/v1/audit'].get.parameters.map((parameter: { name: string }) => parameter.name);
-    expect(parameters.sort()).toEqual(['action', 'after', 'agent', 'format', 'from', 'limit', 'to', 'type', 'verify']);
+    expect(parameters.sort()).toEqual(['action', 'after', 'agent', 'checkpoints', 'format', 'from', 'limit', 'to', 'type', 'verify']);
   });
 });

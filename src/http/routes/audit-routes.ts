@@ -58,7 +58,7 @@ export function auditRoutes(audit: AuditService, checkpoints: CheckpointService)
       },
       handler: async ({ tenant, query }) => {
         const page = await audit.page(tenant, query);
-        if (query.format === 'csv') return { status: 200, csv: toCsv(page.events) };
+        if (query.format === 'csv') return { status: 200, csv: toCsv(page.events, page.checkpoints) };
         return { status: 200, body: { ...page, events: page.events.map(toEventView) } };
       },
     }),

@@ -44,6 +44,14 @@ export const auditQuerySchema = z
     after: queryInteger(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Only events with a greater seq (the paging cursor).' }),
     limit: queryInteger(1, 1000).default(500).meta({ description: 'Page size, 1-1000.' }),
     format: z.enum(['json', 'csv']).default('json'),
+    checkpoints: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((value) => value === 'true')
+      .meta({
+        description:
+          'Adds the signed checkpoints whose seq is in the range of the page (JSON: `checkpoints`; CSV: rows of type audit.checkpoint).',
+      }),
     verify: z
       .enum(['true', 'false'])
       .default('false')
@@ -97,7 +105,11 @@ export const verificationSchema = z
 export type Verification = z.output<typeof verificationSchema>;
 
 export const auditPageSchema = z
-  .object({ events: z.array(auditEventViewSchema), verification: verificationSchema.optional() })
+  .object({
+    events: z.array(auditEventViewSchema),
+    verification: verificationSchema.optional(),
+    checkpoints: z.array(z.lazy(() => checkpointSchema)).optional(),
+  })
   .meta({ id: 'AuditPage' });
 
 export const auditExportViewSchema = z

@@ -8,8 +8,10 @@ import type { Logger } from '../../lib/logger.js';
 import { auditExportJob } from '../../jobs/audit-export.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Tenant } from '../orgs/tenant.js';
+import { canonicalJson, CHECKPOINT_EVENT_TYPE } from './audit-events.js';
 import { AuditExportFiles } from './audit-export-files.js';
 import type { CheckpointService } from './checkpoint-service.js';
+import type { Checkpoint } from './checkpoint-signing.js';
 import { AuditExportStore, type AuditExport } from './audit-export-store.js';
 import { auditExportCopySql, AuditQueryStore, type AuditEventRow } from './audit-query-store.js';
 import {
@@ -37,6 +39,7 @@ export interface AuditOptions {
 export interface AuditPage {
   events: AuditEventRow[];
   verification?: Verification;
+  checkpoints?: Checkpoint[];
 }
 
 export interface ExportDownload {
@@ -65,12 +68,20 @@ export class AuditService {
   }
 
   async page(tenant: Tenant, query: AuditQuery): Promise<AuditPage> {
-    const { after = 0, limit, verify, format: _format, ...filters } = query;
+    const { after = 0, limit, verify, checkpoints: withCheckpoints, format: _format, ...filters } = query;
     const [events, verification] = await Promise.all([
       this.queries(tenant.orgId).page(filters, after, limit),
       verify ? this.verify(tenant.orgId) : undefined,
     ]);
-    return verification ? { events, verification } : { events };
+    const first = events[0];
+    const last = events.at(-1);
+    const checkpoints =
+      withCheckpoints && first && last
+        ? await this.deps.checkpoints.inRange(tenant.orgId, Number(first.seq), Number(last.seq))
+        : withCheckpoints
+          ? []
+          : undefined;
+    return { events, ...(verification ? { verification } : {}), ...(checkpoints ? { checkpoints } : {}) };
   }
 
   /**
@@ -181,8 +192,30 @@ export function toEventView(row: AuditEventRow): AuditEventView {
 }
 
 /** The page as CSV: the columns of contract C6, `data` as the stored (compact, canonical) JSON. */
-export function toCsv(rows: AuditEventRow[]): string {
-  return stringify(rows, { header: true, columns: [...AUDIT_CSV_COLUMNS] });
+/**
+ * The page as CSV: the columns of contract C6, `data` as the stored (compact, canonical) JSON.
+ * Checkpoints, when asked for, are rows of type `audit.checkpoint` right after the event at their
+ * seq: `createdAt` the signing time, `actor` empty, `data` the whole checkpoint, `hash` the signed hash.
+ */
+export function toCsv(rows: AuditEventRow[], checkpoints: Checkpoint[] = []): string {
+  const bySeq = new Map(checkpoints.map((checkpoint) => [String(checkpoint.seq), checkpoint]));
+  const records = rows.flatMap((row) => {
+    const checkpoint = bySeq.get(String(row.seq));
+    return checkpoint ? [row, checkpointRecord(checkpoint)] : [row];
+  });
+  return stringify(records, { header: true, columns: [...AUDIT_CSV_COLUMNS] });
+}
+
+function checkpointRecord(checkpoint: Checkpoint): AuditEventRow {
+  return {
+    seq: String(checkpoint.seq),
+    createdAt: checkpoint.createdAt,
+    type: CHECKPOINT_EVENT_TYPE,
+    actor: '',
+    data: canonicalJson(checkpoint),
+    prevHash: '',
+    hash: checkpoint.hash,
+  };
 }
 
 function serializeFilters(filters: AuditFilters): Record<string, string> {

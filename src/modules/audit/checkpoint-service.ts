@@ -112,6 +112,16 @@ export class CheckpointService {
     return rows.map(toCheckpoint);
   }
 
+  /** The organization's checkpoints from `first` to `last` (seq), for an export of that range. */
+  async inRange(orgId: string, first: number, last: number): Promise<Checkpoint[]> {
+    const rows = await this.data.sql.query<CheckpointRow>(
+      'audit-checkpoints-in-range',
+      `SELECT ${CHECKPOINT_COLUMNS} FROM audit_checkpoints WHERE org_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
+      [orgId, first, last],
+    );
+    return rows.map(toCheckpoint);
+  }
+
   /** Every key that has signed, current and retired: what a verifier needs, published without auth. */
   async keys(): Promise<PublishedKey[]> {
     const rows = await this.data.sql.query<{ keyId: string; publicKey: string; createdAt: Date; retiredAt: Date | null }>(
