@@ -16,6 +16,9 @@ const environmentSchema = z.object({
   DATABASE_URL: z.url().default('postgresql://postgres@127.0.0.1:5432/approval_gate'),
   /** Connections per process; the web process holds its audit-chain lock for one statement only. */
   DATABASE_POOL_SIZE: positiveInt.default(20),
+  /** Waiting for a database connection, and for a statement's answer: past these, 503 instead of a hanging request. */
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(2_000),
+  DATABASE_QUERY_TIMEOUT_MS: positiveInt.default(4_000),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key and channel, so several deployments (or test files) share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('ag'),

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, type Database, type Sql } from './data/database.js';
+import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
 import type { EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { JobQueues } from './jobs/job-queues.js';
@@ -62,13 +62,16 @@ export interface Services {
   close(): Promise<void>;
 }
 
+/** Readiness answers within this: a database or Redis that hangs is as unready as one that refuses. */
+const READINESS_TIMEOUT_MS = 1_000;
+
 export async function createServices(
   config: Config,
   logger: Logger,
   role: ProcessRole,
   { consumers = CONSUMERS }: { consumers?: readonly EventConsumer<any>[] } = {},
 ): Promise<Services> {
-  const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE, (error) =>
+  const data = createDataLayer(config.DATABASE_URL, poolOptionsOf(config), (error) =>
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
   const { db, sql } = data;
@@ -124,14 +127,15 @@ export async function createServices(
     audit,
     checkpoints,
     async checkReadiness() {
+      const answers = (check: Promise<boolean>, what: string) => withTimeout(check, READINESS_TIMEOUT_MS, what).catch(() => false);
       const [postgres, redisUp] = await Promise.all([
-        db.$queryRaw`SELECT 1`.then(
-          () => true,
-          () => false,
+        answers(
+          sql.query(null, 'SELECT 1', []).then(() => true),
+          'database readiness',
         ),
-        redis.ping().then(
-          (reply) => reply === 'PONG',
-          () => false,
+        answers(
+          redis.ping().then((reply) => reply === 'PONG'),
+          'redis readiness',
         ),
       ]);
       return { postgres, redis: redisUp };
