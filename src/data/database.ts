@@ -19,8 +19,14 @@ export interface DataLayer {
 }
 
 /** The pool the configuration asks for. */
-export function poolOptionsOf(config: Pick<Config, 'DATABASE_POOL_SIZE' | 'DATABASE_CONNECT_TIMEOUT_MS' | 'DATABASE_QUERY_TIMEOUT_MS'>): PoolOptions {
-  return { size: config.DATABASE_POOL_SIZE, connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS, queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS };
+export function poolOptionsOf(
+  config: Pick<Config, 'DATABASE_POOL_SIZE' | 'DATABASE_CONNECT_TIMEOUT_MS' | 'DATABASE_QUERY_TIMEOUT_MS'>,
+): PoolOptions {
+  return {
+    size: config.DATABASE_POOL_SIZE,
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+  };
 }
 
 export interface PoolOptions {

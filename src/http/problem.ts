@@ -1,7 +1,15 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import { isDatabaseUnavailable } from '../data/database-errors.js';
-import { AppError, MethodNotAllowedError, NotFoundError, UnavailableError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
+import {
+  AppError,
+  MethodNotAllowedError,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+  type ErrorCode,
+  type FieldError,
+} from '../lib/errors.js';
 
 export const problemSchema = z
   .object({
