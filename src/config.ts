@@ -63,6 +63,10 @@ const environmentSchema = z.object({
   /** Outgoing mail, e.g. smtp://user:pass@smtp.example.com:587; without it mail is logged instead. */
   SMTP_URL: z.url().optional(),
   MAIL_FROM: z.string().min(3).default('Approval Gate <no-reply@approval-gate.invalid>'),
+  /** Bearer token of GET /metrics (Prometheus); the endpoint does not exist without it. */
+  METRICS_TOKEN: z.string().min(16).optional(),
+  /** Where a worker process serves its /metrics (with METRICS_TOKEN); web processes serve theirs on PORT. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),

@@ -8,6 +8,7 @@ import { JobQueues } from './jobs/job-queues.js';
 import { jobsFor } from './jobs/registry.js';
 import type { Logger } from './lib/logger.js';
 import { createMailer, type Mailer } from './lib/mailer.js';
+import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
 import { ApprovalFeed } from './modules/approvals/approval-feed.js';
@@ -49,6 +50,7 @@ export interface Services {
   consumerTasks: ConsumerTaskStore;
   jobs: JobQueues;
   mailer: Mailer;
+  metrics: Metrics;
   orgs: OrgService;
   members: MemberService;
   policies: PolicyService;
@@ -83,6 +85,17 @@ export async function createServices(
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);
+  const metrics = new Metrics(role);
+  const outbox = new OutboxStore(db, sql);
+  metrics.onScrape(async () => metrics.outboxLag.set(await outbox.lagSeconds()));
+  metrics.onScrape(async () => {
+    const depths = await Promise.all(
+      jobs.definitions.map(async (definition) => [definition.queue, await jobs.queue(definition).getJobCounts()] as const),
+    );
+    for (const [queue, counts] of depths)
+      for (const [state, count] of Object.entries(counts)) metrics.queueDepth.set({ queue, state }, count);
+  });
+  metrics.onScrape(async () => metrics.longPollWaiters.set(settlements.waiting));
 
   const orgs = new OrgService(data);
   const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
@@ -90,12 +103,12 @@ export async function createServices(
   const approvals = new ApprovalService(
     data,
     policies,
-    { settlements, outboxSignal, jobs, logger },
+    { settlements, outboxSignal, jobs, logger, metrics },
     { freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS, orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS },
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
-  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, logger, {
+  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, metrics, logger, {
     allowPrivate,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
@@ -113,11 +126,12 @@ export async function createServices(
     settlements,
     approvalFeed,
     outboxSignal,
-    outbox: new OutboxStore(db, sql),
+    outbox,
     consumers,
     consumerTasks: new ConsumerTaskStore(sql),
     jobs,
     mailer,
+    metrics,
     orgs,
     members,
     policies,
