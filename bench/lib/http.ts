@@ -15,6 +15,7 @@ export function requestJson(options: {
   key?: string;
   body?: unknown;
   agent?: http.Agent;
+  headers?: Record<string, string>;
   timeoutMs?: number;
   /** Called once the whole request has been handed to the socket. */
   onSent?: () => void;
@@ -31,6 +32,7 @@ export function requestJson(options: {
         headers: {
           ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
           ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+          ...options.headers,
         },
         timeout: options.timeoutMs ?? 10_000,
       },

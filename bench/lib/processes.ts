@@ -159,12 +159,16 @@ async function requireBuild(): Promise<void> {
   if (code !== 0) throw new Error(`npm run build failed (code ${code}):\n${output}`);
 }
 
-/** The API as production runs it (`node dist/src/server.js`), its logs at `info` sent to /dev/null. */
+/**
+ * The API as production runs it (`node dist/src/server.js`), its logs at `info` sent to /dev/null,
+ * or appended to `stdoutFile`.
+ */
 export async function startWebServer(options: {
   port: number;
   databaseUrl: string;
   redisPrefix: string;
   env?: Record<string, string>;
+  stdoutFile?: string;
 }): Promise<NodeProcess> {
   await requireBuild();
   return startNodeProcess({
@@ -180,6 +184,7 @@ export async function startWebServer(options: {
       ...options.env,
     },
     port: options.port,
+    stdoutFile: options.stdoutFile,
     isReady: () => answers200(options.port, '/readyz'),
   });
 }
