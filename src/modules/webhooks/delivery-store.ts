@@ -1,6 +1,6 @@
 import type { Database, Sql } from '../../data/database.js';
-import type { Actor } from '../audit/audit-events.js';
-import { auditEventsArgument } from '../audit/audit-store.js';
+import { GroupCommit } from '../../lib/group-commit.js';
+import { serializeAuditEvent, type Actor, type SerializedAuditEvent } from '../audit/audit-events.js';
 
 /** Everything one attempt needs, read fresh for every attempt (jobs carry ids only). */
 export interface AttemptTarget {
@@ -39,8 +39,18 @@ export interface PendingDelivery {
 export type AttemptResolution =
   { kind: 'succeeded' } | { kind: 'retry'; nextAttemptAt: Date } | { kind: 'failed' } | { kind: 'endpoint-disabled'; reason: string };
 
-/** Webhook deliveries and their attempt log: the retry state lives here, not only in Redis. */
+/** One element of ag_record_delivery_attempts' argument. */
+interface AttemptRow extends AttemptRecord {
+  deliveryId: string;
+  endpointId: string;
+  resolution: AttemptResolution['kind'];
+  nextAttemptAt: Date | null;
+  disableReason: string | null;
+  auditEvents: SerializedAuditEvent[];
+}
+
 interface TargetRow {
+  deliveryId: string;
   orgId: string;
   status: AttemptTarget['status'];
   attemptCount: number;
@@ -54,6 +64,25 @@ interface TargetRow {
   previousSecret: string | null;
 }
 
+function toTarget(row: TargetRow): AttemptTarget {
+  return {
+    deliveryId: row.deliveryId,
+    orgId: row.orgId,
+    status: row.status,
+    attemptCount: row.attemptCount,
+    eventId: row.eventId,
+    rawBody: row.rawBody,
+    endpoint: {
+      id: row.endpointId,
+      url: row.url,
+      enabled: row.enabled,
+      failingSince: row.failingSince,
+      secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
+    },
+  };
+}
+
+/** Webhook deliveries and their attempt log: the retry state lives here, not only in Redis. */
 export class DeliveryStore {
   constructor(
     private readonly db: Database,
@@ -80,73 +109,77 @@ export class DeliveryStore {
     );
   }
 
-  /** One prepared statement: this runs before every attempt. */
-  async loadTarget(deliveryId: string): Promise<AttemptTarget | null> {
-    const [row] = await this.sql.query<TargetRow>(
-      'delivery-target',
-      `SELECT d.org_id AS "orgId", d.status, d.attempt_count AS "attemptCount", d.event_id AS "eventId", o.body::text AS "rawBody",
-              e.id AS "endpointId", e.url, e.enabled, e.failing_since AS "failingSince", e.secret,
-              CASE WHEN e.previous_secret_expires_at > clock_timestamp() THEN e.previous_secret END AS "previousSecret"
-       FROM webhook_deliveries d
-       JOIN webhook_endpoints e ON e.id = d.endpoint_id
-       JOIN outbox_messages o ON o.event_id = d.event_id
-       WHERE d.id = $1`,
-      [deliveryId],
-    );
-    if (!row) return null;
-    return {
-      deliveryId,
-      orgId: row.orgId,
-      status: row.status,
-      attemptCount: row.attemptCount,
-      eventId: row.eventId,
-      rawBody: row.rawBody,
-      endpoint: {
-        id: row.endpointId,
-        url: row.url,
-        enabled: row.enabled,
-        failingSince: row.failingSince,
-        secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
-      },
-    };
+  /**
+   * What one attempt needs, read for many at once: the delivery workers run many attempts side by
+   * side, and a group commit gathers their reads into one statement (see `loadTarget`).
+   */
+  private readonly targets = new GroupCommit<string, AttemptTarget | null>(
+    async (deliveryIds) => {
+      const rows = await this.sql.query<TargetRow>(
+        'delivery-targets',
+        `SELECT d.id AS "deliveryId", d.org_id AS "orgId", d.status, d.attempt_count AS "attemptCount", d.event_id AS "eventId",
+                o.body::text AS "rawBody", e.id AS "endpointId", e.url, e.enabled, e.failing_since AS "failingSince", e.secret,
+                CASE WHEN e.previous_secret_expires_at > clock_timestamp() THEN e.previous_secret END AS "previousSecret"
+         FROM webhook_deliveries d
+         JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         JOIN outbox_messages o ON o.event_id = d.event_id
+         WHERE d.id = ANY ($1::uuid[])`,
+        [deliveryIds],
+      );
+      const byId = new Map(rows.map((row) => [row.deliveryId, toTarget(row)]));
+      return deliveryIds.map((id) => byId.get(id) ?? null);
+    },
+    { maxBatch: 100, maxInFlight: 4 },
+  );
+
+  /** The delivery, its event's body and its endpoint, read fresh for every attempt (jobs carry ids only). */
+  loadTarget(deliveryId: string): Promise<AttemptTarget | null> {
+    return this.targets.submit(deliveryId);
   }
+
+  /** Attempts of many workers' jobs recorded in one statement and one commit (see ag_record_delivery_attempts). */
+  private readonly records = new GroupCommit<AttemptRow, boolean>(
+    async (attempts) => {
+      // In endpoint order, so that concurrent batches lock the endpoints they update in one order.
+      const order = attempts.map((_, index) => index).sort((a, b) => attempts[a]!.endpointId.localeCompare(attempts[b]!.endpointId));
+      const [row] = await this.sql.query<{ recorded: boolean[] }>(
+        'record-delivery-attempts',
+        'SELECT ag_record_delivery_attempts($1::jsonb) AS recorded',
+        [JSON.stringify(order.map((index) => attempts[index]))],
+      );
+      const recorded: boolean[] = [];
+      order.forEach((index, position) => (recorded[index] = row!.recorded[position]!));
+      return recorded;
+    },
+    { maxBatch: 100, maxInFlight: 4 },
+  );
 
   /**
    * Records an attempt and its consequences (see ag_record_delivery_attempt). Returns false,
    * recording nothing, when another worker already recorded this attempt (a job run twice after
    * its lock lapsed), so the attempt log and the counters never double-count.
    */
-  async recordAttempt(target: AttemptTarget, record: AttemptRecord, resolution: AttemptResolution, actor: Actor): Promise<boolean> {
-    const disabled = resolution.kind === 'endpoint-disabled' ? resolution.reason : null;
-    const events = disabled
+  recordAttempt(target: AttemptTarget, record: AttemptRecord, resolution: AttemptResolution, actor: Actor): Promise<boolean> {
+    const disableReason = resolution.kind === 'endpoint-disabled' ? resolution.reason : null;
+    const events = disableReason
       ? [
           {
             type: 'webhook.updated' as const,
             actor,
             createdAt: record.attemptedAt,
-            data: { endpointId: target.endpoint.id, url: target.endpoint.url, enabled: false, reason: disabled },
+            data: { endpointId: target.endpoint.id, url: target.endpoint.url, enabled: false, reason: disableReason },
           },
         ]
       : [];
-    const [row] = await this.sql.query<{ recorded: boolean }>(
-      'record-delivery-attempt',
-      `SELECT ag_record_delivery_attempt($1::uuid, $2::integer, $3::timestamptz, $4::integer, $5::integer, $6::text, $7::text,
-                                         $8::text, $9::timestamptz, $10::text, $11::jsonb) AS recorded`,
-      [
-        target.deliveryId,
-        record.attempt,
-        record.attemptedAt,
-        record.durationMs,
-        record.statusCode,
-        record.error,
-        record.responseBody,
-        resolution.kind,
-        resolution.kind === 'retry' ? resolution.nextAttemptAt : null,
-        disabled,
-        auditEventsArgument(events),
-      ],
-    );
-    return row?.recorded === true;
+    return this.records.submit({
+      deliveryId: target.deliveryId,
+      endpointId: target.endpoint.id,
+      ...record,
+      resolution: resolution.kind,
+      nextAttemptAt: resolution.kind === 'retry' ? resolution.nextAttemptAt : null,
+      disableReason,
+      auditEvents: events.map(serializeAuditEvent),
+    });
   }
 
   /** Closes a delivery without an attempt: its endpoint was disabled meanwhile. */

@@ -1,0 +1,60 @@
+interface Pending<Item, Result> {
+  item: Item;
+  resolve: (result: Result) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface GroupCommitOptions {
+  /** Items one batch takes at most. */
+  maxBatch: number;
+  /** Batches running at once; calls beyond wait and join the next batch. */
+  maxInFlight: number;
+}
+
+/**
+ * Group commit: a call finds a free slot and runs at once, alone (no added latency when idle);
+ * while `maxInFlight` batches are running, calls queue and the next free slot takes them all (up
+ * to `maxBatch`) in one run. Under load many calls share one round trip and one commit, and the
+ * batch size follows the load by itself. `run` answers each item in order; an item's own failure
+ * is its result's business, a thrown error fails the whole batch.
+ */
+export class GroupCommit<Item, Result> {
+  private readonly queue: Pending<Item, Result>[] = [];
+  private inFlight = 0;
+  /** Sizes of the batches run so far, for benchmarks: how many calls shared a commit. */
+  readonly batchSizes = new Map<number, number>();
+
+  constructor(
+    private readonly run: (items: Item[]) => Promise<Result[]>,
+    private readonly options: GroupCommitOptions,
+  ) {}
+
+  submit(item: Item): Promise<Result> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.options.maxBatch);
+      this.inFlight++;
+      this.batchSizes.set(batch.length, (this.batchSizes.get(batch.length) ?? 0) + 1);
+      void this.runBatch(batch).finally(() => {
+        this.inFlight--;
+        this.drain();
+      });
+    }
+  }
+
+  private async runBatch(batch: Pending<Item, Result>[]): Promise<void> {
+    try {
+      const results = await this.run(batch.map((entry) => entry.item));
+      if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} was answered ${results.length} times`);
+      batch.forEach((entry, index) => entry.resolve(results[index]!));
+    } catch (error) {
+      for (const entry of batch) entry.reject(error);
+    }
+  }
+}
