@@ -53,7 +53,7 @@ export class PolicyService {
 
   /** Rules are compiled before anything is stored, so a bad expression never reaches evaluation. */
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
-    const ruleErrors = checkPolicyRules(document);
+    const ruleErrors = await checkPolicyRules(document, tenant.orgId);
     if (ruleErrors.length > 0) {
       throw new ValidationError(ruleErrors, ruleErrors.map((error) => error.message).join('; '));
     }
