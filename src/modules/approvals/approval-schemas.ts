@@ -1,15 +1,14 @@
 import { z } from 'zod';
-
-const jsonObject = z.record(z.string(), z.unknown());
+import { jsonObject, queryInteger, storableString } from '../../lib/json-input.js';
 
 export const approvalCreateSchema = z
   .object({
-    action: z.string().min(1).max(200),
-    payload: jsonObject.meta({ description: 'JSON object evaluated by the policy.' }),
-    policyKey: z.string().min(1).max(200),
-    context: jsonObject.nullish().meta({ description: 'Reviewer-facing reasoning; not evaluated.' }),
-    agent: z.string().min(1).max(200).nullish(),
-    idempotencyKey: z.string().min(1).max(255).optional(),
+    action: storableString('action').min(1).max(200),
+    payload: jsonObject('payload').meta({ description: 'JSON object evaluated by the policy.' }),
+    policyKey: storableString('policyKey').min(1).max(200),
+    context: jsonObject('context').nullish().meta({ description: 'Reviewer-facing reasoning; not evaluated.' }),
+    agent: storableString('agent').min(1).max(200).nullish(),
+    idempotencyKey: storableString('idempotencyKey').min(1).max(255).optional(),
   })
   .meta({ id: 'ApprovalCreateInput' });
 export type ApprovalCreateInput = z.output<typeof approvalCreateSchema>;
@@ -17,8 +16,8 @@ export type ApprovalCreateInput = z.output<typeof approvalCreateSchema>;
 export const decisionSchema = z
   .object({
     verdict: z.enum(['approved', 'rejected']),
-    feedback: z.string().max(5000).optional(),
-    editedPayload: jsonObject.optional().meta({ description: 'Approves with this payload instead.' }),
+    feedback: storableString('feedback').max(5000).optional(),
+    editedPayload: jsonObject('editedPayload').optional().meta({ description: 'Approves with this payload instead.' }),
   })
   .refine((decision) => decision.editedPayload === undefined || decision.verdict === 'approved', {
     path: ['editedPayload'],
@@ -27,14 +26,9 @@ export const decisionSchema = z
   .meta({ id: 'DecisionInput' });
 export type DecisionInput = z.output<typeof decisionSchema>;
 
-export const approvalReadQuerySchema = z.object({
-  wait: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(30)
-    .optional()
-    .meta({ description: 'Seconds to hold the request while the approval is pending.' }),
+/** Unknown and repeated parameters are refused: `?wiat=30` would otherwise answer at once, silently. */
+export const approvalReadQuerySchema = z.strictObject({
+  wait: queryInteger('wait', 1, 30).optional().meta({ description: 'Seconds to hold the request while the approval is pending.' }),
 });
 
 export const approvalIdParamsSchema = z.object({ id: z.uuid() });
@@ -44,8 +38,8 @@ export const approvalViewSchema = z
     id: z.uuid(),
     status: z.enum(['pending', 'approved', 'rejected', 'expired', 'escalated']),
     action: z.string(),
-    payload: jsonObject,
-    context: jsonObject.optional(),
+    payload: jsonObject('payload'),
+    context: jsonObject('context').optional(),
     createdAt: z.iso.datetime(),
     expiresAt: z.iso.datetime().nullable(),
     feedback: z.string().nullable(),

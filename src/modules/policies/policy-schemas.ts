@@ -1,13 +1,13 @@
 import { z } from 'zod';
+import { storableString } from '../../lib/json-input.js';
 
 export const MAX_TIMEOUT_SECONDS = 2_592_000;
 
-export const policyKeySchema = z.string().min(1).max(200);
+const policyKey = (label: string) => storableString(label).min(1).max(200);
 
 export const policyRuleSchema = z
   .object({
-    when: z
-      .string()
+    when: storableString('when')
       .min(1)
       .max(4096)
       .meta({ description: 'CEL expression over action, payload, agent and context; must return a boolean.' }),
@@ -21,7 +21,7 @@ export const policyDocumentSchema = z
     defaultOutcome: z.enum(['allow', 'review']).default('review'),
     timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(3600),
     onTimeout: z.enum(['expire', 'escalate']).default('expire'),
-    escalateTo: policyKeySchema.nullable().default(null),
+    escalateTo: policyKey('escalateTo').nullable().default(null),
   })
   .strict()
   .meta({ id: 'PolicyDocument' });
@@ -39,4 +39,4 @@ export type PolicyView = z.output<typeof policyViewSchema>;
 
 export const policyListSchema = z.object({ policies: z.array(policyViewSchema) }).meta({ id: 'PolicyList' });
 
-export const policyKeyParamsSchema = z.object({ key: policyKeySchema });
+export const policyKeyParamsSchema = z.object({ key: policyKey('key') });
