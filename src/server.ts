@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { loadConfig } from './config.js';
 import { createApp } from './http/app.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { createLogger } from './lib/logger.js';
 import { exitGracefullyOnSignal } from './lib/shutdown.js';
 import { createServices } from './services.js';
@@ -10,6 +11,7 @@ const config = loadConfig();
 const logger = createLogger(config, 'web');
 const services = await createServices(config, logger);
 const server = createApp(services).listen(config.PORT);
+answerClientErrors(server);
 await once(server, 'listening');
 // Above a typical load balancer's idle timeout, so the balancer closes idle connections first.
 server.keepAliveTimeout = 65_000;

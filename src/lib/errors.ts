@@ -10,6 +10,9 @@ export type ErrorCode =
   | 'conflict'
   | 'payment_required'
   | 'payload_too_large'
+  | 'headers_too_large'
+  | 'request_timeout'
+  | 'bad_request'
   | 'rate_limited'
   | 'internal';
 
