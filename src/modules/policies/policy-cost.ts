@@ -91,6 +91,14 @@ function lengthOf(bound: Bound): number {
   return bound.size;
 }
 
+/** What an iteration variable can hold: the largest element (or map key) when the list is known. */
+function elementBound(source: Bound): Bound {
+  const value = source.known?.value;
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return { size: source.size, total: source.total };
+  const elements = Array.isArray(value) ? value.map(measure) : Object.keys(value).map(measure);
+  return elements.reduce(join, { size: 0, total: 1 });
+}
+
 function child(parent: Bound, key: unknown): Bound {
   const container = parent.known?.value;
   if (container !== null && typeof container === 'object' && !(container instanceof Uint8Array)) {
@@ -204,7 +212,7 @@ function estimateComprehension(
 ): Estimate {
   const source = estimate(receiver, scope);
   const iterations = lengthOf(source);
-  const inner = new Map(scope).set(variable, { size: source.size, total: source.total });
+  const inner = new Map(scope).set(variable, elementBound(source));
   const steps = bodies.map((body) => estimate(body, inner));
   const perIteration = 1 + sum(steps.map((step) => step.cost)) + (bodies.some(mayFail) ? ERROR_STEPS : 0);
   const cost = source.cost + 1 + iterations * perIteration;
