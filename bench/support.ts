@@ -152,15 +152,23 @@ export interface ServerProcess {
  * The API as production runs it: compiled (`npm run build`, once per bench process), so the
  * figures include no TypeScript loader.
  */
-export function startWebServer(options: { port: number; databaseUrl: string; redisPrefix: string }): Promise<ServerProcess> {
+export function startWebServer(options: {
+  port: number;
+  databaseUrl: string;
+  redisPrefix: string;
+  /** Records the event-loop delay (bench/loop-delay-web.ts): SIGUSR2 writes it to this file. */
+  loopDelayFile?: string;
+}): Promise<ServerProcess> {
   buildOnce();
-  return startNodeServer(['dist/src/server.js'], options.port, '/readyz', {
+  const entry = options.loopDelayFile ? ['--import', 'tsx', 'bench/loop-delay-web.ts'] : ['dist/src/server.js'];
+  return startNodeServer(entry, options.port, '/readyz', {
     NODE_ENV: 'production',
     PORT: String(options.port),
     DATABASE_URL: options.databaseUrl,
     REDIS_URL,
     REDIS_PREFIX: options.redisPrefix,
     LOG_LEVEL: 'info',
+    ...(options.loopDelayFile ? { LOOP_DELAY_FILE: options.loopDelayFile } : {}),
   });
 }
 

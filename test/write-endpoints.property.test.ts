@@ -25,7 +25,12 @@ beforeAll(async () => {
     .request('put', '/v1/policies/p')
     .send({ rules: [{ when: 'has(payload.x) && payload.x == 1.0', outcome: 'allow' }] })
     .expect(200);
-  endpointId = (await org.request('post', '/v1/webhooks').send({ url: 'http://127.0.0.1:9/hook', events: ['approval.approved'] }).expect(201)).body.id;
+  endpointId = (
+    await org
+      .request('post', '/v1/webhooks')
+      .send({ url: 'http://127.0.0.1:9/hook', events: ['approval.approved'] })
+      .expect(201)
+  ).body.id;
 });
 
 interface Answer {
@@ -102,7 +107,10 @@ describe('every write endpoint, against generated hostile JSON', () => {
             editedPayload: optional(fc.oneof({ weight: 4, arbitrary: hostileObject }, hostileValue)),
           }),
           async (fields) => {
-            const { body: pending } = await org.request('post', '/v1/approvals').send({ action: 'a', payload: { y: 1 }, policyKey: 'p' }).expect(201);
+            const { body: pending } = await org
+              .request('post', '/v1/approvals')
+              .send({ action: 'a', payload: { y: 1 }, policyKey: 'p' })
+              .expect(201);
             const text = bodyText(fields);
             const answer = await send('post', `/v1/approvals/${pending.id}/decision`, text);
             expectWellFormed(answer, text);
@@ -131,13 +139,29 @@ describe('every write endpoint, against generated hostile JSON', () => {
           fc.oneof({ weight: 3, arbitrary: word }, hostileString),
           fc.record({
             rules: optional(
-              fc.oneof(
-                { weight: 3, arbitrary: fc.array(fc.record({ when: stringField(expression), outcome: stringField(fc.constantFrom('allow', 'review')) }), { maxLength: 3 }) },
-                fc.constant([]),
-              ).map((rules) => ({ kind: 'array' as const, items: rules.map((rule) => ({ kind: 'object' as const, entries: Object.entries(rule) })) })),
+              fc
+                .oneof(
+                  {
+                    weight: 3,
+                    arbitrary: fc.array(
+                      fc.record({ when: stringField(expression), outcome: stringField(fc.constantFrom('allow', 'review')) }),
+                      { maxLength: 3 },
+                    ),
+                  },
+                  fc.constant([]),
+                )
+                .map((rules) => ({
+                  kind: 'array' as const,
+                  items: rules.map((rule) => ({ kind: 'object' as const, entries: Object.entries(rule) })),
+                })),
             ),
             defaultOutcome: optional(stringField(fc.constantFrom('allow', 'review'))),
-            timeoutSeconds: optional(fc.oneof(fc.integer({ min: -5, max: 3_000_000 }).map((n) => ({ kind: 'raw' as const, text: String(n) })), hostileValue)),
+            timeoutSeconds: optional(
+              fc.oneof(
+                fc.integer({ min: -5, max: 3_000_000 }).map((n) => ({ kind: 'raw' as const, text: String(n) })),
+                hostileValue,
+              ),
+            ),
             escalateTo: optional(stringField(word)),
           }),
           async (key, fields) => {
@@ -169,7 +193,10 @@ describe('every write endpoint, against generated hostile JSON', () => {
     fc.webUrl().map((address) => address.replace(/^https?:\/\/[^/]+/, 'http://127.0.0.1:9')),
   );
   const events = fc.oneof(
-    { weight: 3, arbitrary: fc.subarray([...WEBHOOK_EVENT_TYPES], { minLength: 1 }).map((list) => ({ kind: 'array' as const, items: list.map(str) })) },
+    {
+      weight: 3,
+      arbitrary: fc.subarray([...WEBHOOK_EVENT_TYPES], { minLength: 1 }).map((list) => ({ kind: 'array' as const, items: list.map(str) })),
+    },
     hostileValue,
   );
 
@@ -182,7 +209,12 @@ describe('every write endpoint, against generated hostile JSON', () => {
           fc.record({
             url: optional(fc.oneof({ weight: 4, arbitrary: url.map(str) }, hostileValue)),
             events: optional(events),
-            enabled: optional(fc.oneof(fc.constantFrom('true', 'false').map((text) => ({ kind: 'raw' as const, text })), hostileValue)),
+            enabled: optional(
+              fc.oneof(
+                fc.constantFrom('true', 'false').map((text) => ({ kind: 'raw' as const, text })),
+                hostileValue,
+              ),
+            ),
           }),
           async (create, patch) => {
             const createText = bodyText(create);

@@ -21,7 +21,10 @@ export const hostileString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 8 }),
 );
 
-export const hostileKey = fc.oneof(hostileString, fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', '', 'a.b', '0', 'x'));
+export const hostileKey = fc.oneof(
+  hostileString,
+  fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', '', 'a.b', '0', 'x'),
+);
 
 const numberText = fc.oneof(
   fc.integer().map(String),
@@ -67,7 +70,10 @@ export function jsonText(value: JsonTree): string {
 
 /** A body object whose fields are trees; undefined fields are left out. */
 export function bodyText(fields: Record<string, JsonTree | undefined>): string {
-  return jsonText({ kind: 'object', entries: Object.entries(fields).filter((entry): entry is [string, JsonTree] => entry[1] !== undefined) });
+  return jsonText({
+    kind: 'object',
+    entries: Object.entries(fields).filter((entry): entry is [string, JsonTree] => entry[1] !== undefined),
+  });
 }
 
 export const str = (text: string): JsonTree => ({ kind: 'raw', text: JSON.stringify(text) });

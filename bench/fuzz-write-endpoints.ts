@@ -1,0 +1,27 @@
+// The property test of test/write-endpoints.property.test.ts, run long: FUZZ_RUNS generated
+// hostile bodies per write endpoint (default 20,000, against 400 in `npm test`). Prints how many
+// cases ran and how long they took; exits non-zero with fast-check's counterexample on a failure.
+//
+//   npm run bench:fuzz
+//   FUZZ_RUNS=100000 npm run bench:fuzz
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { envNumber, log, PROJECT_ROOT, round } from './support.js';
+
+const RUNS = Math.round(envNumber('FUZZ_RUNS', 20_000));
+const ENDPOINT_GROUPS = 5;
+
+log(`${RUNS} cases per endpoint group, ${ENDPOINT_GROUPS} groups`);
+const started = performance.now();
+const vitest = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', 'test/write-endpoints.property.test.ts'], {
+  cwd: PROJECT_ROOT,
+  env: { ...process.env, FUZZ_RUNS: String(RUNS) },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const [code] = (await once(vitest, 'exit')) as [number | null];
+const seconds = (performance.now() - started) / 1000;
+const cases = RUNS * ENDPOINT_GROUPS;
+console.log(
+  JSON.stringify({ benchmark: 'fuzz', passed: code === 0, cases, seconds: round(seconds), casesPerSecond: round(cases / seconds, 0) }),
+);
+process.exitCode = code ?? 1;
