@@ -7,10 +7,10 @@
 //   BENCH_DURATION=5 npm run bench:policy-isolation
 //
 // BENCH_RATE (default 100) is the other organization's creations per second, BENCH_ATTACKERS
-// (default 20) the attacker's connections. The last line of stdout is the figures as JSON.
+// (default 4) the attacker's connections, each sending its next request when the last is answered. The last line of stdout is the figures as JSON.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,7 +37,7 @@ import {
 
 const DURATION_S = envNumber('BENCH_DURATION', 15);
 const RATE = envNumber('BENCH_RATE', 100);
-const ATTACKERS = Math.round(envNumber('BENCH_ATTACKERS', 20));
+const ATTACKERS = Math.round(envNumber('BENCH_ATTACKERS', 4));
 const DATABASE = 'approval_gate_bench_isolation';
 const REDIS_PREFIX = 'agbenchiso';
 const API_PORT = 3911;
@@ -74,6 +74,11 @@ function attacks(): Attack[] {
     return { name: `${name} (n=${n})`, when, body: input(n) };
   };
   return [
+    {
+      name: 'control: the same flood under an ordinary rule',
+      when: 'payload.amount <= 100.0',
+      body: { action: 'refund', payload: { amount: 5 } },
+    },
     {
       name: 'catastrophic regex, 200-char action',
       when: 'action.matches("^(a+)+$")',
@@ -135,9 +140,10 @@ async function steadyCreations(key: string, durationS: number): Promise<{ latenc
 
 /** The attacker, in its own process so that its load does not slow the measuring one. */
 async function attack(key: string, target: Attack, durationS: number): Promise<{ rps: number; statusCodes: Record<string, number> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/policy-isolation.ts', 'attacker'], {
+  const spec = path.join(tmpdir(), `approval-gate-attack-${process.pid}.json`);
+  writeFileSync(spec, JSON.stringify({ key, body: { ...target.body, policyKey: 'worst' }, durationS }));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/policy-isolation.ts', 'attacker', spec], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, ATTACK: JSON.stringify({ key, body: { ...target.body, policyKey: 'worst' }, durationS }) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let output = '';
@@ -147,7 +153,9 @@ async function attack(key: string, target: Attack, durationS: number): Promise<{
 }
 
 async function runAttacker(): Promise<void> {
-  const { key, body, durationS } = JSON.parse(process.env.ATTACK!) as { key: string; body: object; durationS: number };
+  const spec = process.argv[3]!;
+  const { key, body, durationS } = JSON.parse(readFileSync(spec, 'utf8')) as { key: string; body: object; durationS: number };
+  rmSync(spec);
   const result = await autocannon({
     url: `http://${HOST}:${API_PORT}/v1/approvals`,
     method: 'POST',
