@@ -71,13 +71,21 @@ function measure(value: unknown): Bound {
   if (value === null || typeof value !== 'object') return SCALAR;
   const cached = measured.get(value);
   if (cached) return cached;
-  const entries: [string | null, unknown][] = Array.isArray(value) ? value.map((item) => [null, item]) : Object.entries(value);
-  let size = entries.length;
+  let size = 0;
   let total = 1;
-  for (const [key, item] of entries) {
+  const add = (item: unknown, keyLength: number) => {
     const inner = measure(item);
-    size = Math.max(size, inner.size, key?.length ?? 0);
-    total += inner.total + (key?.length ?? 0);
+    if (inner.size > size) size = inner.size;
+    if (keyLength > size) size = keyLength;
+    total += inner.total + keyLength;
+  };
+  if (Array.isArray(value)) {
+    size = value.length;
+    for (const item of value) add(item, 0);
+  } else {
+    const keys = Object.keys(value);
+    size = keys.length;
+    for (const key of keys) add((value as Record<string, unknown>)[key], key.length);
   }
   const bound = { size, total };
   measured.set(value, bound);
@@ -95,8 +103,14 @@ function lengthOf(bound: Bound): number {
 function elementBound(source: Bound): Bound {
   const value = source.known?.value;
   if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return { size: source.size, total: source.total };
-  const elements = Array.isArray(value) ? value.map(measure) : Object.keys(value).map(measure);
-  return elements.reduce(join, { size: 0, total: 1 });
+  let size = 0;
+  let total = 1;
+  for (const element of Array.isArray(value) ? value : Object.keys(value)) {
+    const bound = measure(element);
+    if (bound.size > size) size = bound.size;
+    if (bound.total > total) total = bound.total;
+  }
+  return { size, total };
 }
 
 function child(parent: Bound, key: unknown): Bound {
