@@ -84,7 +84,10 @@ function attacks(): Attack[] {
       when: 'action.matches("^(a+)+$")',
       body: { action: `${'a'.repeat(199)}!`, payload: {} },
     },
-    pick('regex on the longest string within budget', regex, regexInput),
+    ...((longest) => [
+      longest,
+      { name: 'control: the same payload under an ordinary rule', when: 'payload.amount <= 100.0', body: longest.body },
+    ])(pick('regex on the longest string within budget', regex, regexInput)),
     pick('nested comprehension within budget', quadratic, quadraticInput),
     pick('nested comprehension raising errors, within budget', absorbing, quadraticInput),
     { name: 'nested comprehension over budget (fails closed)', when: quadratic, body: quadraticInput(20_000) },

@@ -17,12 +17,15 @@ export interface PoolLimits {
   timeLimitMs: number;
   /** A task that has not started after this long is answered without running. */
   queueLimitMs: number;
+  /** The same, for a task that arrives while no worker has started yet (the first one, or after a replacement). */
+  startupLimitMs: number;
 }
 
 export const DEFAULT_POOL_LIMITS: PoolLimits = {
   workers: Math.max(1, Math.min(4, availableParallelism() - 1)),
   timeLimitMs: 100,
   queueLimitMs: 2_000,
+  startupLimitMs: 30_000,
 };
 
 interface Job {
@@ -68,10 +71,12 @@ export class EvaluationPool {
   run(task: PoolTask, fairnessKey: string): Promise<PoolOutcome> {
     return new Promise((resolve) => {
       const job: Job = { id: this.nextId++, task, fairnessKey, resolve };
+      // Starting a worker takes a moment (seconds when loaded through tsx on a busy machine).
+      const limitMs = [...this.slots].some((slot) => slot.ready) ? this.limits.queueLimitMs : this.limits.startupLimitMs;
       job.queueTimer = setTimeout(() => {
         this.dequeue(job);
-        resolve({ kind: 'stopped', reason: `waited more than ${this.limits.queueLimitMs} ms for an evaluation worker` });
-      }, this.limits.queueLimitMs);
+        resolve({ kind: 'stopped', reason: `waited more than ${limitMs} ms for an evaluation worker` });
+      }, limitMs);
       const queue = this.queues.get(fairnessKey);
       if (queue) queue.push(job);
       else this.queues.set(fairnessKey, [job]);
