@@ -1,7 +1,9 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_EVALUATION_LIMITS, PolicyEvaluator, type RuleInput } from '../src/modules/policies/policy-rules.js';
 import type { PolicyDocument } from '../src/modules/policies/policy-schemas.js';
+import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
+import { eventually } from './support/eventually.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -79,6 +81,36 @@ describe('defect 1: policy evaluation is bounded', () => {
   });
 });
 
+describe('escalation successors, evaluated by the expiry worker', () => {
+  let worker: WorkerRuntime;
+  beforeAll(async () => {
+    worker = await startWorkerRuntime(env.services, ['approval-expiry']);
+  });
+  afterAll(() => worker?.stop());
+
+  it("fail closed the same way, with the reason in the successor's audit event", async () => {
+    await putPolicy('heavy-successor', ['payload.l.all(x, payload.l.exists(y, y == x + 1))']).expect(200);
+    await org
+      .request('put', '/v1/policies/escalating')
+      .send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'heavy-successor' })
+      .expect(200);
+    const { body } = await org
+      .request('post', '/v1/approvals')
+      .send({ action: 'a', payload: { l: ints(1000) }, policyKey: 'escalating' })
+      .expect(201);
+    const escalated = await eventually(async () => {
+      const view = (await org.request('get', `/v1/approvals/${body.id}`).expect(200)).body;
+      return view.status === 'escalated' ? view : null;
+    });
+    expect(await createdEvent(escalated.escalatedTo)).toMatchObject({
+      policyKey: 'heavy-successor',
+      outcome: 'review',
+      escalatedFrom: body.id,
+      evaluationError: expect.stringMatching(/exceeds the budget/),
+    });
+  });
+});
+
 describe('the hard time limit', () => {
   const document = (when: string): PolicyDocument => ({
     rules: [{ when, outcome: 'allow' }],
@@ -93,6 +125,8 @@ describe('the hard time limit', () => {
     ...DEFAULT_EVALUATION_LIMITS,
     workers: 1,
     timeLimitMs: 50,
+    // Each stop replaces the worker, which loads through tsx here: seconds on a busy machine.
+    queueLimitMs: 30_000,
     inlineCostSteps: 0,
     costBudgetSteps: Infinity,
   });
