@@ -147,18 +147,18 @@ describe('defect 2: input PostgreSQL cannot store is a 422 naming the field', ()
 
 describe('defect 3: 401, 403 and 402 come before anything about the body or the path', () => {
   const LARGE = JSON.stringify({ action: 'a', policyKey: 'p', payload: { blob: 'x'.repeat(1_100_000) } });
-  const unreadable: [string, (request: ReturnType<TestOrg['request']>) => ReturnType<TestOrg['request']>, number][] = [
-    ['an unknown content-encoding', (r) => r.set('content-encoding', 'foo').set('content-type', 'application/json').send('{}'), 422],
-    ['an unknown charset', (r) => r.set('content-type', 'application/json; charset=klingon').send('{}'), 422],
+  const unreadable: [string, number, (request: ReturnType<TestOrg['request']>) => ReturnType<TestOrg['request']>][] = [
+    ['an unknown content-encoding', 422, (r) => r.set('content-encoding', 'foo').set('content-type', 'application/json').send('{}')],
+    ['an unknown charset', 422, (r) => r.set('content-type', 'application/json; charset=klingon').send('{}')],
     [
       'a corrupt gzip body',
-      (r) => r.set('content-encoding', 'gzip').set('content-type', 'application/json').send(Buffer.from('not gzip at all')),
       422,
+      (r) => r.set('content-encoding', 'gzip').set('content-type', 'application/json').send(Buffer.from('not gzip at all')),
     ],
-    ['a body over 1 MB', (r) => r.set('content-type', 'application/json').send(LARGE), 413],
+    ['a body over 1 MB', 413, (r) => r.set('content-type', 'application/json').send(LARGE)],
   ];
 
-  it.each(unreadable)('POST /v1/approvals with %s: 401 without a key, 403 without the scope, then %s', async (_name, send, status) => {
+  it.each(unreadable)('POST /v1/approvals with %s: 401 without a key, 403 without the scope, then %s', async (_name, status, send) => {
     const readOnly = await env.createKey(org.orgId, ['approvals:read']);
     expectProblem(await send(env.http.post('/v1/approvals')), 401);
     expectProblem(await send(env.http.post('/v1/approvals').set('authorization', `Bearer ${readOnly.key}`)), 403);
