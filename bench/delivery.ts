@@ -30,7 +30,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { retention, webhookDeliveryJob } from '../src/queues/job-definitions.js';
+import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
+import { retention } from '../src/jobs/job-queues.js';
 import {
   createOrgs,
   deleteRedisKeys,

@@ -9,6 +9,8 @@ const positiveInt = z.coerce.number().int().positive();
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** The service's address as people reach it (behind a proxy, the public https URL); C13. */
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.url().default('postgresql://postgres@127.0.0.1:5432/approval_gate'),
   /** Connections per process; the web process holds its audit-chain lock for one statement only. */
   DATABASE_POOL_SIZE: positiveInt.default(20),
@@ -27,13 +29,30 @@ const environmentSchema = z.object({
   WEBHOOK_DELIVERY_CONCURRENCY: positiveInt.default(50),
   /** Attempts in flight to one endpoint across all workers, so a slow endpoint cannot take every slot. */
   WEBHOOK_ENDPOINT_CONCURRENCY: positiveInt.default(10),
-  /** Comma-separated roles of a worker process; all when unset (see workers/index.ts). */
+  /** How long an attempt may hold its endpoint slot: past the 15 s delivery deadline, with margin for clock drift. */
+  WEBHOOK_SLOT_HOLD_MS: positiveInt.default(30_000),
+  /** Comma-separated roles of a worker process; all when unset (see workers/worker-runtime.ts). */
   WORKER_QUEUES: z.string().optional(),
+  /** Expiry jobs one worker process runs at once. */
+  EXPIRY_CONCURRENCY: positiveInt.default(20),
+  /** Jobs of each event consumer (src/consumers/) one worker process runs at once. */
+  CONSUMER_CONCURRENCY: positiveInt.default(5),
+  /** Bulk audit exports one worker process writes at once; each holds a database connection. */
+  AUDIT_EXPORT_CONCURRENCY: positiveInt.default(2),
   /** How often the safety nets look for approvals whose expiry job was lost, and deliveries whose retry job was. */
   EXPIRY_SWEEP_INTERVAL_MS: positiveInt.default(5_000),
   DELIVERY_SWEEP_INTERVAL_MS: positiveInt.default(30_000),
   /** Outbox polling when no commit signal arrives (Redis pub/sub lost, or another relay busy). */
   OUTBOX_POLL_INTERVAL_MS: positiveInt.default(1_000),
+  /** Domain events one relay pass hands to the consumers. */
+  OUTBOX_BATCH_SIZE: positiveInt.default(200),
+  /** How long a relay's claim on outbox rows lasts before another relay may take them. */
+  OUTBOX_LEASE_MS: positiveInt.default(30_000),
+  /** How often consumer tasks whose job was lost are looked for, and how old a pending one must be. */
+  CONSUMER_SWEEP_INTERVAL_MS: positiveInt.default(30_000),
+  CONSUMER_TASK_GRACE_MS: positiveInt.default(60_000),
+  /** How overdue a webhook delivery's next attempt must be before the sweeper assumes its job was lost. */
+  DELIVERY_STALLED_GRACE_MS: positiveInt.default(60_000),
   /** How long a job may run without renewing its lock before another worker takes it over. */
   WORKER_LOCK_DURATION_MS: positiveInt.default(30_000),
   /** Outgoing mail, e.g. smtp://user:pass@smtp.example.com:587; without it mail is logged instead. */
@@ -46,7 +65,13 @@ const environmentSchema = z.object({
   EXPORT_DIR: z.string().min(1).default(path.join(tmpdir(), 'approval-gate-audit-exports')),
 });
 
-export type Config = z.infer<typeof environmentSchema>;
+/** Where links point (invites, decision links): `PUBLIC_URL`, or this machine on `PORT`. */
+const configSchema = environmentSchema.transform((env) => ({
+  ...env,
+  PUBLIC_URL: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
+}));
+
+export type Config = z.output<typeof configSchema>;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -58,7 +83,7 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable means unset, as compose files and .env templates write optional ones.
-  const result = environmentSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
+  const result = configSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid environment configuration:\n${problems.join('\n')}`);

@@ -29,7 +29,7 @@ const releaseCode = await new Promise<number | null>((resolve) => release.on('ex
 if (releaseCode !== 0) process.exit(releaseCode ?? 1);
 
 const config = loadConfig();
-const services = await createServices(config, createLogger({ LOG_LEVEL: 'warn' }, 'dev'));
+const services = await createServices(config, createLogger({ LOG_LEVEL: 'warn' }, 'dev'), 'cli');
 const demo = await seedDemo(services);
 await services.close();
 console.log(`

@@ -9,7 +9,7 @@ import { createServices } from './services.js';
 /** The `web` process: the HTTP API. */
 const config = loadConfig();
 const logger = createLogger(config, 'web');
-const services = await createServices(config, logger);
+const services = await createServices(config, logger, 'web');
 const server = createApp(services).listen(config.PORT);
 answerClientErrors(server);
 await once(server, 'listening');
@@ -21,6 +21,7 @@ exitGracefullyOnSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   const closed = new Promise((resolve) => server.close(resolve));
   // Long-polls answer now with the current state instead of holding the shutdown for 30 s.
   services.settlements.close();
+  services.approvalFeed.close();
   // Keep-alive connections turn idle as their last response goes out; close each as it does.
   const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
   await closed;

@@ -1,20 +1,37 @@
-import type { Config } from './config.js';
-import { createDataLayer, type Database, type Sql } from './data/database.js';
-import type { Logger } from './lib/logger.js';
-import { withTimeout } from './lib/time.js';
-import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
+import { createDataLayer, type Database, type Sql } from './data/database.js';
+import type { EventConsumer } from './consumers/consumer.js';
+import { CONSUMERS } from './consumers/registry.js';
+import { JobQueues } from './jobs/job-queues.js';
+import { jobsFor } from './jobs/registry.js';
+import type { Logger } from './lib/logger.js';
+import { createMailer, type Mailer } from './lib/mailer.js';
+import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
+import { withTimeout } from './lib/time.js';
+import { ApprovalFeed } from './modules/approvals/approval-feed.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
-import { OutboxSignal } from './modules/outbox/outbox-signal.js';
-import { JobProducers } from './queues/job-producers.js';
+import { MemberService } from './modules/members/member-service.js';
 import { OrgService } from './modules/orgs/org-service.js';
+import { OutboxSignal } from './modules/outbox/outbox-signal.js';
+import { OutboxStore } from './modules/outbox/outbox-store.js';
 import { PolicyService } from './modules/policies/policy-service.js';
+import { DeliveryService } from './modules/webhooks/delivery-service.js';
+import { DeliveryStore } from './modules/webhooks/delivery-store.js';
+import { EndpointSlots } from './modules/webhooks/endpoint-slots.js';
 import { WebhookService } from './modules/webhooks/webhook-service.js';
 import { allowsPrivateWebhookUrls } from './modules/webhooks/webhook-url-guard.js';
 
-/** Everything a process needs, wired once from the configuration (the composition root). */
+/**
+ * What the process is for. `web` holds long-polls, so it subscribes to settlements; a `worker`
+ * only publishes them; a `cli` run needs neither but shares the rest.
+ */
+export type ProcessRole = 'web' | 'worker' | 'cli';
+
+/** Everything a process needs, wired once from the configuration: the one composition root. */
 export interface Services {
   config: Config;
   logger: Logger;
@@ -22,42 +39,62 @@ export interface Services {
   sql: Sql;
   redis: Redis;
   settlements: ApprovalSettlements;
+  approvalFeed: ApprovalFeed;
   outboxSignal: OutboxSignal;
-  jobs: JobProducers;
+  outbox: OutboxStore;
+  /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
+  consumers: readonly EventConsumer<any>[];
+  consumerTasks: ConsumerTaskStore;
+  jobs: JobQueues;
+  mailer: Mailer;
   orgs: OrgService;
+  members: MemberService;
   policies: PolicyService;
   approvals: ApprovalService;
   webhooks: WebhookService;
+  deliveries: DeliveryService;
   audit: AuditService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config, logger: Logger): Promise<Services> {
+export async function createServices(
+  config: Config,
+  logger: Logger,
+  role: ProcessRole,
+  { consumers = CONSUMERS }: { consumers?: readonly EventConsumer<any>[] } = {},
+): Promise<Services> {
   const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE, (error) =>
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
   const { db, sql } = data;
   const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
-  const subscriber = createRedisSubscriber(config.REDIS_URL, 'settlements', logger);
+  const subscriber = role === 'web' ? createRedisSubscriber(config.REDIS_URL, 'settlements', logger) : null;
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
-  await settlements.start();
+  const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);
+  await Promise.all([settlements.start(), approvalFeed.start()]);
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
-  const jobs = new JobProducers(redis, config.REDIS_PREFIX, logger);
+  const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
+  const mailer = createMailer(config, logger);
 
   const orgs = new OrgService(data);
+  const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
   const policies = new PolicyService(data);
   const approvals = new ApprovalService(
     data,
     policies,
     { settlements, outboxSignal, jobs, logger },
-    {
-      freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
-      orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
-    },
+    { freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS, orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS },
   );
-  const webhooks = new WebhookService(db, { jobs, logger }, { allowPrivateUrls: allowsPrivateWebhookUrls(config) });
+  const allowPrivate = allowsPrivateWebhookUrls(config);
+  const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
+  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, logger, {
+    allowPrivate,
+    backoffScale: config.WEBHOOK_BACKOFF_SCALE,
+    stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
+  });
+  const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
   const audit = new AuditService(data, { jobs, logger }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
 
   return {
@@ -67,12 +104,19 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     sql,
     redis,
     settlements,
+    approvalFeed,
     outboxSignal,
+    outbox: new OutboxStore(db, sql),
+    consumers,
+    consumerTasks: new ConsumerTaskStore(sql),
     jobs,
+    mailer,
     orgs,
+    members,
     policies,
     approvals,
     webhooks,
+    deliveries,
     audit,
     async checkReadiness() {
       const [postgres, redisUp] = await Promise.all([
@@ -89,8 +133,10 @@ export async function createServices(config: Config, logger: Logger): Promise<Se
     },
     async close() {
       settlements.close();
+      approvalFeed.close();
+      mailer.close();
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
-      await Promise.allSettled([data.close(), closeRedis(redis), closeRedis(subscriber)]);
+      await Promise.allSettled([data.close(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
     },
   };
 }

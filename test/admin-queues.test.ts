@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/http/app.js';
-import { expiryJob, QUEUE_NAMES } from '../src/queues/job-definitions.js';
+import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
+import { JOBS } from '../src/jobs/registry.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 const USER = 'ops';
@@ -47,30 +48,31 @@ describe('/admin/queues', () => {
 
   it("lists every queue with its counts in the API the board's UI reads, including a job just added", async () => {
     const approvalId = randomUUID();
-    await env.services.jobs.scheduleExpiry(randomUUID(), approvalId, new Date(Date.now() + 3_600_000));
+    await env.services.jobs.add(approvalExpiryJob, { orgId: randomUUID(), approvalId }, 3_600_000);
 
     const res = await env.http
       .get('/admin/queues/api/queues')
-      .query({ activeQueue: expiryJob.queue, status: 'delayed' })
+      .query({ activeQueue: approvalExpiryJob.queue, status: 'delayed' })
       .auth(USER, PASSWORD)
       .expect(200);
     const queues = res.body.queues as BoardQueue[];
-    expect(queues.map((queue) => queue.name).sort()).toEqual([...QUEUE_NAMES].sort());
+    expect(queues.map((queue) => queue.name).sort()).toEqual(JOBS.map((job) => job.queue).sort());
     for (const queue of queues) {
       expect(queue.readOnlyMode).toBe(true);
       expect(queue.counts).toMatchObject({ waiting: expect.any(Number), failed: expect.any(Number) });
     }
-    const expiry = queues.find((queue) => queue.name === expiryJob.queue)!;
+    const expiry = queues.find((queue) => queue.name === approvalExpiryJob.queue)!;
     expect(expiry.counts.delayed).toBe(1);
     expect(expiry.jobs).toEqual([
-      expect.objectContaining({ id: expiryJob.jobId(approvalId), data: expect.objectContaining({ approvalId }) }),
+      expect.objectContaining({ id: approvalExpiryJob.jobId!({ orgId: '', approvalId }), data: expect.objectContaining({ approvalId }) }),
     ]);
   });
 
   it('is read-only: the API refuses to empty a queue', async () => {
-    const before = await env.services.jobs.expiry.getJobCounts('delayed');
-    await env.http.put(`/admin/queues/api/queues/${expiryJob.queue}/empty`).auth(USER, PASSWORD).expect(405);
-    expect(await env.services.jobs.expiry.getJobCounts('delayed')).toEqual(before);
+    const expiryQueue = env.services.jobs.queue(approvalExpiryJob);
+    const before = await expiryQueue.getJobCounts('delayed');
+    await env.http.put(`/admin/queues/api/queues/${approvalExpiryJob.queue}/empty`).auth(USER, PASSWORD).expect(405);
+    expect(await expiryQueue.getJobCounts('delayed')).toEqual(before);
   });
 
   it('is not mounted without ADMIN_USER and ADMIN_PASSWORD', async () => {

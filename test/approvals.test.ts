@@ -26,7 +26,32 @@ describe('POST /v1/approvals', () => {
     const res = await create({ action: 'refund', payload: { amount: 99.5 }, policyKey: 'refunds' }).expect(200);
     expect(res.body).toMatchObject({ status: 'approved', action: 'refund', payload: { amount: 99.5 }, expiresAt: null, feedback: null });
     expect(res.body).not.toHaveProperty('context');
-    expect(Object.keys(res.body).sort()).toEqual(['action', 'createdAt', 'expiresAt', 'feedback', 'id', 'payload', 'status']);
+    // The spec's fields and the extensions of contract C3 (amended), nothing else.
+    expect(Object.keys(res.body).sort()).toEqual([
+      'action',
+      'agent',
+      'createdAt',
+      'decidedAt',
+      'decidedBy',
+      'expiresAt',
+      'feedback',
+      'id',
+      'onBehalfOf',
+      'payload',
+      'payloadHash',
+      'policyKey',
+      'quorum',
+      'status',
+      'votes',
+    ]);
+    expect(res.body).toMatchObject({
+      agent: null,
+      policyKey: 'refunds',
+      decidedBy: { type: 'policy', id: 'refunds' },
+      quorum: 1,
+      votes: [],
+    });
+    expect(res.body.decidedAt).toBe(res.body.createdAt);
   });
 
   it('compares a JSON number with an integer literal at the boundary', async () => {

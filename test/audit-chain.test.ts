@@ -56,15 +56,30 @@ describe('audit chain', () => {
     expect(chain[6]!.data).toMatchObject({ approvalId: orphan.body.id, policyKey: 'missing' });
   });
 
-  it('writes each webhook event to the outbox in the same transaction as its audit event', async () => {
+  it('publishes every audit event as a domain event, in the same transaction, with a webhook body for the webhook types', async () => {
     const chain = await readChain(env.services.db, org.orgId);
     const outbox = await env.services.db.outboxMessage.findMany({ where: { orgId: org.orgId }, orderBy: { id: 'asc' } });
+    expect(outbox.map((row) => [Number(row.auditSeq), row.eventType])).toEqual(chain.map((e) => [e.seq, e.type]));
     const webhookTypes = ['approval.approved', 'approval.rejected', 'approval.expired', 'approval.escalated', 'approval.orphaned'];
-    expect(outbox.map((row) => row.eventType)).toEqual(chain.filter((e) => webhookTypes.includes(e.type)).map((e) => e.type));
     for (const row of outbox) {
+      if (!webhookTypes.includes(row.eventType)) {
+        expect(row.body).toBeNull();
+        continue;
+      }
       const body = row.body as Record<string, unknown>;
       expect(body).toMatchObject({ id: row.eventId, type: row.eventType, createdAt: expect.any(String) });
-      expect(Object.keys(body.data as object).sort()).toEqual(['action', 'approvalId', 'feedback', 'payload', 'status', 'verdict']);
+      expect(Object.keys(body.data as object).sort()).toEqual([
+        'action',
+        'agent',
+        'approvalId',
+        'decidedBy',
+        'feedback',
+        'payload',
+        'payloadHash',
+        'policyKey',
+        'status',
+        'verdict',
+      ]);
     }
   });
 

@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => env.close());
 
-const cli = (...args: string[]) => runCli(args, env.services) as Promise<Record<string, string>>;
+const cli = (...args: string[]) => runCli(args, env.services, { publicUrl: env.config.PUBLIC_URL }) as Promise<Record<string, string>>;
 
 describe('bootstrap CLI', () => {
   it('creates an organization and a key that works against the API, then revokes it', async () => {
@@ -60,7 +60,7 @@ describe('bootstrap CLI', () => {
     [['key:revoke', '--id', 'not-a-key'], /No API key/],
     [['org:plan', '--org', '00000000-0000-4000-8000-000000000000', '--plan', 'pro'], /No organization/],
   ])('rejects %j with a clear message', async (args, message) => {
-    await expect(runCli(args, env.services)).rejects.toThrow(message);
+    await expect(runCli(args, env.services, { publicUrl: env.config.PUBLIC_URL })).rejects.toThrow(message);
   });
 
   it('prints JSON on stdout and exits non-zero with a message on stderr, as a process', async () => {

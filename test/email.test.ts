@@ -1,95 +1,55 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createMailer, type Mailer } from '../src/lib/mailer.js';
-import { emailJob } from '../src/queues/job-definitions.js';
-import { createEmailProcessor } from '../workers/email-processor.js';
+import { endpointDisabledAlertConsumer } from '../src/consumers/endpoint-disabled-alert/endpoint-disabled-alert.js';
+import { orphanAlertConsumer } from '../src/consumers/orphan-alert/orphan-alert.js';
+import { createMailer } from '../src/lib/mailer.js';
+import type { DomainEvent } from '../src/modules/outbox/domain-events.js';
+import type { Services } from '../src/services.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
+import { startSmtpServer, type SmtpServer } from './support/smtp-server.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
-
-interface ReceivedMail {
-  /** The envelope recipients, as the server saw them in RCPT TO. */
-  to: string[];
-  from: string;
-  subject: string;
-  text: string;
-}
-
-/** A real SMTP server on an ephemeral port that keeps what it receives, or refuses every recipient. */
-async function startSmtpServer({ refuseRecipients = false } = {}) {
-  const received: ReceivedMail[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onRcptTo(_address, _session, callback) {
-      callback(refuseRecipients ? Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }) : null);
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        const to = session.envelope.rcptTo.map((address) => address.address);
-        received.push({ to, ...parseMessage(Buffer.concat(chunks).toString('utf8')) });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
-  return { url, received, close: () => new Promise<void>((resolve) => server.close(resolve)) };
-}
-
-/** Just enough MIME for a single-part text mail from nodemailer: headers (RFC 2047 words too), and a 7bit, QP or base64 body. */
-function parseMessage(raw: string): Omit<ReceivedMail, 'to'> {
-  const split = raw.indexOf('\r\n\r\n');
-  const headers = raw.slice(0, split).replace(/\r\n(?=[ \t])/g, '');
-  const body = raw.slice(split + 4);
-  const header = (name: string) =>
-    headers
-      .split('\r\n')
-      .find((line) => line.toLowerCase().startsWith(`${name}:`))
-      ?.slice(name.length + 1)
-      .trim() ?? '';
-  const encoding = header('content-transfer-encoding').toLowerCase();
-  const text =
-    encoding === 'quoted-printable' ? decodeQuotedPrintable(body.replace(/=\r\n/g, '')) : encoding === 'base64' ? decodeBase64(body) : body;
-  return { from: decodeWords(header('from')), subject: decodeWords(header('subject')), text: text.replace(/\r\n/g, '\n') };
-}
-
-const decodeQuotedPrintable = (value: string) =>
-  Buffer.from(
-    value.replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-    'latin1',
-  ).toString('utf8');
-const decodeBase64 = (value: string) => Buffer.from(value, 'base64').toString('utf8');
-const decodeWords = (value: string) =>
-  value
-    .replace(/\?=\s+=\?/g, '?==?')
-    .replace(/=\?utf-8\?([qb])\?([^?]*)\?=/gi, (_, kind: string, word: string) =>
-      kind.toLowerCase() === 'q' ? decodeQuotedPrintable(word.replace(/_/g, ' ')) : decodeBase64(word),
-    );
 
 const ADMINS = ['ops@acme.test', 'security@acme.test'];
 
-let smtp: Awaited<ReturnType<typeof startSmtpServer>>;
+let smtp: SmtpServer;
 let env: TestEnv;
 let org: TestOrg;
-let mailer: Mailer;
-let processEmail: ReturnType<typeof createEmailProcessor>;
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
   env = await createTestEnv({ SMTP_URL: smtp.url });
   org = await env.createOrg({ adminEmails: ADMINS });
-  mailer = createMailer(env.config, env.services.logger);
-  processEmail = createEmailProcessor({ db: env.services.db, mailer, logger: env.services.logger });
 });
+
+/** The orphan admin mail of an approval, as its consumer handles the domain event (or an event made up for a missing one). */
+async function processOrphan(orgId: string, approvalId: string, eventId: string, using: Services = env.services) {
+  const [event] = await env.services.outbox.load([eventId]);
+  const subject: DomainEvent = event ?? {
+    id: eventId,
+    type: 'approval.orphaned',
+    orgId,
+    seq: null,
+    actor: null,
+    createdAt: new Date(),
+    data: { approvalId },
+  };
+  return orphanAlertConsumer.handle(using)(subject);
+}
+
+/** The endpoint-disabled admin mail, as its consumer handles the audit event of the service disabling it. */
+function processEndpointDisabled(orgId: string, endpointId: string, reason: string) {
+  return endpointDisabledAlertConsumer.handle(env.services)({
+    id: randomUUID(),
+    type: 'webhook.updated',
+    orgId,
+    seq: null,
+    actor: { type: 'system', id: 'webhook-delivery' },
+    createdAt: new Date(),
+    data: { endpointId, enabled: false, reason },
+  });
+}
+
 afterAll(async () => {
-  mailer.close();
   await env.close();
   await smtp.close();
 });
@@ -110,7 +70,7 @@ const mailsAbout = (id: string) => smtp.received.filter((mail) => mail.text.incl
 describe('approval-orphaned', () => {
   it('mails every admin with the action, the missing policy key, the approval id and what to do', async () => {
     const { approvalId, eventId } = await createOrphan(org, 'deploy-production', 'prod-deploys');
-    await expect(processEmail({ data: { kind: 'approval-orphaned', orgId: org.orgId, approvalId, eventId } })).resolves.toEqual({
+    await expect(processOrphan(org.orgId, approvalId, eventId)).resolves.toEqual({
       sent: 2,
     });
 
@@ -126,25 +86,23 @@ describe('approval-orphaned', () => {
     expect(mail!.text).toContain(`POST /v1/approvals/${approvalId}/decision`);
   });
 
-  it('is delivered end to end by a BullMQ worker on the email queue', async () => {
+  it('is delivered end to end by a BullMQ worker on the orphan-alert queue', async () => {
     const { approvalId, eventId } = await createOrphan(org, 'rotate-keys', 'key-rotation');
-    const connection = new Redis(env.config.REDIS_URL, { maxRetriesPerRequest: null });
-    const worker = new Worker(emailJob.queue, processEmail, { connection, prefix: env.config.REDIS_PREFIX });
+    const worker = await startWorkerRuntime(env.services, [orphanAlertConsumer.job.queue]);
     try {
-      const payload = { kind: 'approval-orphaned', orgId: org.orgId, approvalId, eventId } as const;
-      await env.services.jobs.sendEmail(payload);
+      const [payload] = await orphanAlertConsumer.plan(await env.services.outbox.load([eventId]), env.services);
+      await env.services.jobs.add(orphanAlertConsumer.job, payload!);
       await vi.waitFor(() => expect(mailsAbout(approvalId)).toHaveLength(1), { timeout: 10_000, interval: 50 });
       expect(mailsAbout(approvalId)[0]!.text).toContain('key-rotation');
-      const job = await env.services.jobs.email.getJob(emailJob.jobId(payload));
+      const job = await env.services.jobs.queue(orphanAlertConsumer.job).getJob(orphanAlertConsumer.job.jobId!(payload!));
       await vi.waitFor(async () => expect(await job!.getState()).toBe('completed'), { timeout: 5_000, interval: 50 });
     } finally {
-      await worker.close();
-      await connection.quit();
+      await worker.stop();
     }
   });
 
   it('reaches the admins from a plain API call, through the outbox relay and the worker runtime', async () => {
-    const worker = await startWorkerRuntime(env.services, ['outbox-relay', 'email']);
+    const worker = await startWorkerRuntime(env.services, ['outbox-relay', orphanAlertConsumer.job.queue]);
     try {
       const res = await org.request('post', '/v1/approvals').send({ action: 'drop-table', payload: {}, policyKey: 'db-admin' }).expect(201);
       await vi.waitFor(() => expect(mailsAbout(res.body.id)).toHaveLength(1), { timeout: 10_000, interval: 50 });
@@ -157,7 +115,7 @@ describe('approval-orphaned', () => {
   it('completes without mail when the organization has no admin emails', async () => {
     const lonely = await env.createOrg({ adminEmails: [] });
     const { approvalId, eventId } = await createOrphan(lonely, 'deploy', 'nobody-home');
-    await expect(processEmail({ data: { kind: 'approval-orphaned', orgId: lonely.orgId, approvalId, eventId } })).resolves.toEqual({
+    await expect(processOrphan(lonely.orgId, approvalId, eventId)).resolves.toEqual({
       skipped: 'no admin emails',
     });
     expect(mailsAbout(approvalId)).toEqual([]);
@@ -168,9 +126,7 @@ describe('approval-orphaned', () => {
 
   it('completes without mail when the approval no longer exists', async () => {
     const approvalId = randomUUID();
-    await expect(
-      processEmail({ data: { kind: 'approval-orphaned', orgId: org.orgId, approvalId, eventId: randomUUID() } }),
-    ).resolves.toMatchObject({ skipped: expect.any(String) });
+    await expect(processOrphan(org.orgId, approvalId, randomUUID())).resolves.toMatchObject({ skipped: expect.any(String) });
     expect(mailsAbout(approvalId)).toEqual([]);
   });
 });
@@ -187,11 +143,9 @@ describe('endpoint-disabled', () => {
       },
     });
     const reason = 'every delivery failed for 5 days';
-    await expect(processEmail({ data: { kind: 'endpoint-disabled', orgId: org.orgId, endpointId: endpoint.id, reason } })).resolves.toEqual(
-      {
-        sent: 2,
-      },
-    );
+    await expect(processEndpointDisabled(org.orgId, endpoint.id, reason)).resolves.toEqual({
+      sent: 2,
+    });
 
     const [mail] = mailsAbout(endpoint.id);
     expect(mail!.to.sort()).toEqual([...ADMINS].sort());
@@ -203,9 +157,7 @@ describe('endpoint-disabled', () => {
 
   it('completes without mail when the endpoint was deleted', async () => {
     const endpointId = randomUUID();
-    await expect(
-      processEmail({ data: { kind: 'endpoint-disabled', orgId: org.orgId, endpointId, reason: '410 Gone' } }),
-    ).resolves.toMatchObject({ skipped: expect.any(String) });
+    await expect(processEndpointDisabled(org.orgId, endpointId, '410 Gone')).resolves.toMatchObject({ skipped: expect.any(String) });
     expect(mailsAbout(endpointId)).toEqual([]);
   });
 });
@@ -213,9 +165,8 @@ describe('endpoint-disabled', () => {
 describe('mailer', () => {
   it('writes the mail to the log when SMTP_URL is not set', async () => {
     const mailer = createMailer({ MAIL_FROM: env.config.MAIL_FROM }, env.services.logger);
-    const processLogged = createEmailProcessor({ db: env.services.db, mailer, logger: env.services.logger });
     const { approvalId, eventId } = await createOrphan(org, 'drop-table', 'schema-changes');
-    await processLogged({ data: { kind: 'approval-orphaned', orgId: org.orgId, approvalId, eventId } });
+    await processOrphan(org.orgId, approvalId, eventId, { ...env.services, mailer });
 
     expect(mailsAbout(approvalId)).toEqual([]);
     const logged = env.logs.find((line) => (line.mail as { text?: string } | undefined)?.text?.includes(approvalId));
@@ -227,11 +178,8 @@ describe('mailer', () => {
     const refusing = await startSmtpServer({ refuseRecipients: true });
     const mailer = createMailer({ SMTP_URL: refusing.url, MAIL_FROM: env.config.MAIL_FROM }, env.services.logger);
     try {
-      const processRefused = createEmailProcessor({ db: env.services.db, mailer, logger: env.services.logger });
       const { approvalId, eventId } = await createOrphan(org, 'wire-money', 'payments');
-      await expect(processRefused({ data: { kind: 'approval-orphaned', orgId: org.orgId, approvalId, eventId } })).rejects.toThrow(
-        /550|rejected/i,
-      );
+      await expect(processOrphan(org.orgId, approvalId, eventId, { ...env.services, mailer })).rejects.toThrow(/550|rejected/i);
       expect(refusing.received).toEqual([]);
     } finally {
       mailer.close();

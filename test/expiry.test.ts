@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expiryJob } from '../src/queues/job-definitions.js';
+import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
+import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -42,6 +43,8 @@ describe('expiry', () => {
     const settled = await waitForSettlement(approval.id);
     const lateness = Date.now() - deadline;
     expect(settled).toMatchObject({ status: 'expired', expiresAt: null, feedback: null });
+    // Contract C3: an expiry is not a decision.
+    expect(settled).toMatchObject({ decidedBy: null, decidedAt: null });
     expect(lateness).toBeLessThan(1000);
 
     const chain = await readChain(env.services.db, org.orgId);
@@ -66,7 +69,9 @@ describe('expiry', () => {
 
   it('expires approvals whose job Redis lost, through the sweeper', async () => {
     const approval = await create('short');
-    const job = await env.services.jobs.expiry.getJob(expiryJob.jobId(approval.id));
+    const job = await env.services.jobs
+      .queue(approvalExpiryJob)
+      .getJob(approvalExpiryJob.jobId!({ orgId: org.orgId, approvalId: approval.id }));
     expect(job).toBeDefined();
     await job!.remove();
     const settled = await waitForSettlement(approval.id);
@@ -111,6 +116,7 @@ describe('escalation', () => {
     const first = await create('tier1', { amount: 7 });
     const firstSettled = await waitForSettlement(first.id);
     expect(firstSettled).toMatchObject({ status: 'escalated', expiresAt: null, feedback: null, escalatedTo: expect.any(String) });
+    expect(firstSettled).toMatchObject({ decidedBy: null, decidedAt: null });
     await org.request('post', `/v1/approvals/${first.id}/decision`).send({ verdict: 'approved' }).expect(409);
 
     const second = (await org.request('get', `/v1/approvals/${firstSettled.escalatedTo}`).expect(200)).body as View;
@@ -176,7 +182,7 @@ describe('outbox relay', () => {
     );
     const deliveries = await env.services.db.webhookDelivery.findMany({ where: { eventId: event.id } });
     expect(deliveries).toEqual([expect.objectContaining({ endpointId: endpoint.id, status: 'pending', attemptCount: 0 })]);
-    expect(await env.services.jobs.webhookDelivery.getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
+    expect(await env.services.jobs.queue(webhookDeliveryJob).getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
     await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
   });
 });

@@ -1,10 +1,10 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/modules/webhooks/verify-webhook.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
-import { readChain } from './support/audit-chain.js';
+import { jcs, readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver, type Receiver, type ReceivedDelivery } from './support/webhook-receiver.js';
 import { eventually } from './support/eventually.js';
@@ -18,7 +18,14 @@ const ALL_EVENTS = ['approval.approved', 'approval.rejected', 'approval.expired'
 
 beforeAll(async () => {
   env = await createTestEnv({ WEBHOOK_BACKOFF_SCALE: '0.001', EXPIRY_SWEEP_INTERVAL_MS: '500' });
-  worker = await startWorkerRuntime(env.services, ['outbox-relay', 'approval-expiry', 'webhook-delivery', 'email', 'maintenance']);
+  worker = await startWorkerRuntime(env.services, [
+    'outbox-relay',
+    'approval-expiry',
+    'webhook-delivery',
+    'orphan-alert',
+    'endpoint-disabled-alert',
+    'maintenance',
+  ]);
   receiver = await startReceiver();
   org = await env.createOrg();
   await org.request('put', '/v1/policies/review').send({ timeoutSeconds: 1 }).expect(200);
@@ -65,13 +72,30 @@ describe('webhook delivery', () => {
     const escalating = await createApproval('escalating');
     const orphan = await createApproval('no-such-policy');
 
+    const byPolicy = { type: 'policy', id: 'allow' };
+    const byKey = { type: 'api_key', id: org.keyId };
     const expected: [string, string, Record<string, unknown>][] = [
-      ['approval.approved', approved.id, { status: 'approved', verdict: 'approved', feedback: null }],
-      ['approval.rejected', decided.id, { status: 'rejected', verdict: 'rejected', feedback: 'too much' }],
-      ['approval.expired', expiring.id, { status: 'expired', verdict: null, feedback: null }],
-      ['approval.escalated', escalating.id, { status: 'escalated', verdict: null, feedback: null, escalatedTo: expect.any(String) }],
-      ['approval.orphaned', orphan.id, { status: 'pending', verdict: null, feedback: null }],
+      [
+        'approval.approved',
+        approved.id,
+        { status: 'approved', verdict: 'approved', feedback: null, policyKey: 'allow', decidedBy: byPolicy },
+      ],
+      [
+        'approval.rejected',
+        decided.id,
+        { status: 'rejected', verdict: 'rejected', feedback: 'too much', policyKey: 'review', decidedBy: byKey },
+      ],
+      ['approval.expired', expiring.id, { status: 'expired', verdict: null, feedback: null, policyKey: 'review', decidedBy: null }],
+      [
+        'approval.escalated',
+        escalating.id,
+        { status: 'escalated', verdict: null, feedback: null, policyKey: 'escalating', decidedBy: null, escalatedTo: expect.any(String) },
+      ],
+      ['approval.orphaned', orphan.id, { status: 'pending', verdict: null, feedback: null, policyKey: 'no-such-policy', decidedBy: null }],
     ];
+    const payload = { amount: 12.5, note: 'ünïcode' };
+    // Contract C8: what a receiver recomputes before executing the payload.
+    const payloadHash = createHash('sha256').update(jcs(payload)).digest('hex');
     const find = (type: string, approvalId: string) =>
       receiver.at('/all').find((d) => d.body.type === type && d.body.data.approvalId === approvalId);
     await receiver.waitFor(() => expected.every(([type, id]) => find(type, id)));
@@ -82,7 +106,7 @@ describe('webhook delivery', () => {
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         type,
         createdAt: expect.stringMatching(/Z$/),
-        data: { approvalId, action: 'pay', payload: { amount: 12.5, note: 'ünïcode' }, ...data },
+        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, ...data },
       });
       expect(delivery.headers).toMatchObject({
         'content-type': 'application/json',
@@ -182,8 +206,15 @@ describe('webhook delivery', () => {
       return row.enabled ? null : row;
     });
     expect(disabled.disabledReason).toMatch(/failed since/);
-    const emails = await env.services.jobs.email.getJobs(['waiting', 'active', 'completed', 'delayed', 'failed']);
-    expect(emails.map((job) => job.data)).toContainEqual(expect.objectContaining({ kind: 'endpoint-disabled', endpointId: endpoint.id }));
+    // The service's disabling is an audit event; the admins' mail is its consumer's task.
+    const disabling = (await readChain(env.services.db, org.orgId)).find(
+      (event) => event.type === 'webhook.updated' && event.data.endpointId === endpoint.id && event.data.enabled === false,
+    )!;
+    const { eventId } = await env.services.db.outboxMessage.findFirstOrThrow({ where: { orgId: org.orgId, auditSeq: disabling.seq } });
+    const mailTask = await eventually(() =>
+      env.services.db.consumerTask.findFirst({ where: { eventId, consumer: 'endpoint-disabled-alert', status: 'done' } }),
+    );
+    expect(mailTask.orgId).toBe(org.orgId);
   });
 
   it('keeps delivering to other endpoints while one hangs', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryStatus } from '../src/generated/prisma/client.js';
 import { SCOPES, type Scope } from '../src/modules/orgs/tenant.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
+import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -308,7 +309,7 @@ describe('deliveries', () => {
     const row = await env.services.db.webhookDelivery.findUniqueOrThrow({ where: { id: oldest.id } });
     expect(row).toMatchObject({ status: 'pending', attemptCount: 2, completedAt: null });
     expect(row.nextAttemptAt!.toISOString()).toBe(res.body.nextAttemptAt);
-    const job = await env.services.jobs.webhookDelivery.getJob(`${oldest.id}-3`);
+    const job = await env.services.jobs.queue(webhookDeliveryJob).getJob(`${oldest.id}-3`);
     expect(job?.data).toEqual({ deliveryId: oldest.id, attempt: 3 });
 
     const listed = await org.request('get', `/v1/webhooks/${endpointId}/deliveries`).expect(200);

@@ -21,6 +21,10 @@ const event: WebhookEventBody = {
     action: 'päy "€" \n',
     payload: { amount: 12.5, tags: ['ü', null] },
     feedback: 'ok 👍',
+    agent: 'billing-bot',
+    policyKey: 'refunds',
+    payloadHash: 'a'.repeat(64),
+    decidedBy: { type: 'api_key', id: '3f7e1a2b-9c44-4f0e-8d7c-5c0a4a8e3c55' },
   },
 };
 const rawBody = JSON.stringify(event);

@@ -8,7 +8,7 @@ import { parseWorkerRoles, startWorkerRuntime } from './worker-runtime.js';
 const config = loadConfig();
 const logger = createLogger(config, 'worker');
 const roles = parseWorkerRoles(config.WORKER_QUEUES);
-const services = await createServices(config, logger);
+const services = await createServices(config, logger, 'worker');
 const runtime = await startWorkerRuntime(services, roles);
 
 exitGracefullyOnSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {

@@ -1,41 +1,24 @@
-import { Worker, type Processor } from 'bullmq';
+import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
-import { OutboxStore } from '../src/modules/outbox/outbox-store.js';
+import type { JobDefinition } from '../src/jobs/job.js';
+import { JOBS } from '../src/jobs/registry.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
-import { DeliveryService } from '../src/modules/webhooks/delivery-service.js';
-import { DeliveryStore } from '../src/modules/webhooks/delivery-store.js';
-import { EndpointSlots } from '../src/modules/webhooks/endpoint-slots.js';
-import { allowsPrivateWebhookUrls } from '../src/modules/webhooks/webhook-url-guard.js';
-import { createMailer } from '../src/lib/mailer.js';
-import { auditExportJob, emailJob, expiryJob, maintenanceJob, webhookDeliveryJob, type QueueName } from '../src/queues/job-definitions.js';
+import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
 import type { Services } from '../src/services.js';
-import { createAuditExportProcessor } from './audit-export-processor.js';
-import { createExpiryProcessor } from './expiry-processor.js';
-import { createEmailProcessor } from './email-processor.js';
-import { createMaintenanceProcessor } from './maintenance-processor.js';
-import { createWebhookDeliveryProcessor } from './webhook-delivery-processor.js';
 
-/** What a worker process can do; WORKER_QUEUES picks a subset, all by default. */
-export const WORKER_ROLES = [
-  'outbox-relay',
-  expiryJob.queue,
-  webhookDeliveryJob.queue,
-  emailJob.queue,
-  maintenanceJob.queue,
-  auditExportJob.queue,
-] as const satisfies readonly (QueueName | 'outbox-relay')[];
-export type WorkerRole = (typeof WORKER_ROLES)[number];
+/** What a worker process can do: relay the outbox, and run any queue of the job registry. */
+export const WORKER_ROLES: readonly string[] = ['outbox-relay', ...JOBS.map((job) => job.queue)];
 
-export function parseWorkerRoles(list: string | undefined): WorkerRole[] {
+/** The roles of WORKER_QUEUES (comma-separated), all when unset; an unknown one is refused by name. */
+export function parseWorkerRoles(list: string | undefined): string[] {
   if (!list) return [...WORKER_ROLES];
   const roles = list
     .split(',')
     .map((role) => role.trim())
     .filter(Boolean);
-  const unknown = roles.filter((role) => !(WORKER_ROLES as readonly string[]).includes(role));
+  const unknown = roles.filter((role) => !WORKER_ROLES.includes(role));
   if (unknown.length > 0) throw new Error(`WORKER_QUEUES names unknown roles: ${unknown.join(', ')} (known: ${WORKER_ROLES.join(', ')})`);
-  return roles as WorkerRole[];
+  return roles;
 }
 
 export interface WorkerRuntime {
@@ -43,22 +26,24 @@ export interface WorkerRuntime {
   stop(): Promise<void>;
 }
 
-/** Starts the processors and the relay loop of the given roles inside this process. */
-export async function startWorkerRuntime(services: Services, roles: readonly WorkerRole[]): Promise<WorkerRuntime> {
+/** Starts the processors of the given roles and, with `outbox-relay`, the relay loop, inside this process. */
+export async function startWorkerRuntime(services: Services, roles: readonly string[]): Promise<WorkerRuntime> {
   const { config, logger } = services;
   const connections: Redis[] = [];
   const workers: Worker[] = [];
   const stoppers: (() => Promise<void>)[] = [];
 
-  const startWorker = (queue: QueueName, processor: Processor, concurrency: number) => {
+  const startWorker = (definition: JobDefinition<any>) => {
+    const queue = definition.queue;
     // Workers block on Redis, so each gets its own connection without a retry limit (BullMQ requirement).
     const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null, connectionName: `approval-gate:worker:${queue}` });
     connection.on('error', (error: Error) => logger.warn({ err: error, queue }, 'redis connection error'));
     connections.push(connection);
-    const worker = new Worker(queue, processor, {
+    const handle = definition.processor(services);
+    const worker = new Worker(queue, (job, token) => handle(definition.payload.parse(job.data), job, token), {
       connection,
       prefix: config.REDIS_PREFIX,
-      concurrency,
+      concurrency: definition.options.concurrency(config),
       lockDuration: config.WORKER_LOCK_DURATION_MS,
       // A job whose worker died is taken over once its lock lapses, not 30 s later.
       stalledInterval: config.WORKER_LOCK_DURATION_MS,
@@ -68,52 +53,31 @@ export async function startWorkerRuntime(services: Services, roles: readonly Wor
     workers.push(worker);
   };
 
-  // An attempt holds its endpoint slot for at most the 15 s delivery deadline; the margin covers clock drift.
-  const slots = new EndpointSlots(services.redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, 30_000);
-  const deliveries = new DeliveryService(new DeliveryStore(services.db, services.sql), slots, services.jobs, logger, {
-    allowPrivate: allowsPrivateWebhookUrls(config),
-    backoffScale: config.WEBHOOK_BACKOFF_SCALE,
-  });
+  const declareSchedules = async (definitions: readonly JobDefinition<any>[]) => {
+    for (const definition of definitions) {
+      for (const { id, payload, everyMs } of definition.schedules?.(config) ?? []) {
+        await services.jobs.queue(definition).upsertJobScheduler(id, { every: everyMs }, { name: id, data: payload });
+      }
+    }
+  };
 
-  if (roles.includes(expiryJob.queue)) {
-    startWorker(expiryJob.queue, createExpiryProcessor(services.approvals), 20);
-  }
-  if (roles.includes(webhookDeliveryJob.queue)) {
-    startWorker(webhookDeliveryJob.queue, createWebhookDeliveryProcessor(deliveries), config.WEBHOOK_DELIVERY_CONCURRENCY);
-  }
-  if (roles.includes(emailJob.queue)) {
-    const mailer = createMailer(config, logger);
-    stoppers.push(async () => mailer.close());
-    startWorker(emailJob.queue, createEmailProcessor({ db: services.db, mailer, logger }), 5);
-  }
-  if (roles.includes(auditExportJob.queue)) {
-    // Each export holds a connection and streams to disk; two at a time keep the database responsive.
-    startWorker(auditExportJob.queue, createAuditExportProcessor(services.audit), 2);
-  }
-
-  if (roles.includes(maintenanceJob.queue)) {
-    const { maintenance } = services.jobs;
-    // Upserting is idempotent: every worker process declares the same schedules.
-    const schedules = [
-      ['sweep-expired-approvals', config.EXPIRY_SWEEP_INTERVAL_MS],
-      ['sweep-stalled-deliveries', config.DELIVERY_SWEEP_INTERVAL_MS],
-    ] as const;
-    const declareSchedules = async () => {
-      for (const [task, every] of schedules) await maintenance.upsertJobScheduler(task, { every }, { name: task, data: { task } });
-    };
-    await declareSchedules();
+  const definitions = services.jobs.definitions.filter((definition) => roles.includes(definition.queue));
+  definitions.forEach(startWorker);
+  const scheduled = definitions.filter((definition) => definition.schedules);
+  if (scheduled.length > 0) {
+    await declareSchedules(scheduled);
     // Redis keeps nothing on disk: after it restarts empty, the schedules must be declared again.
-    const redeclare = () => void declareSchedules().catch((error: unknown) => logger.warn({ err: error }, 'could not redeclare schedules'));
+    const redeclare = () =>
+      void declareSchedules(scheduled).catch((error: unknown) => logger.warn({ err: error }, 'could not redeclare schedules'));
     services.redis.on('ready', redeclare);
     stoppers.push(async () => void services.redis.off('ready', redeclare));
-    startWorker(maintenanceJob.queue, createMaintenanceProcessor({ approvals: services.approvals, deliveries }), 1);
   }
 
   if (roles.includes('outbox-relay')) {
-    const relay = new OutboxRelay(new OutboxStore(services.db), services.jobs, logger, {
-      batchSize: 200,
+    const relay = new OutboxRelay(services, {
+      batchSize: config.OUTBOX_BATCH_SIZE,
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
-      leaseMs: 30_000,
+      leaseMs: config.OUTBOX_LEASE_MS,
     });
     const subscriber = createRedisSubscriber(config.REDIS_URL, 'outbox-relay', logger);
     connections.push(subscriber);

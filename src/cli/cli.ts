@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createDataLayer, type DataLayer } from '../data/database.js';
 import { AppError } from '../lib/errors.js';
+import { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
-import { PLANS, SCOPES } from '../modules/orgs/tenant.js';
+import { PLANS, ROLES, SCOPES } from '../modules/orgs/tenant.js';
 import { fieldErrors } from '../lib/validation.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
@@ -13,6 +14,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   key:create --org ORG_ID --scopes a,b,c [--name NAME]
   key:revoke --id KEY_ID
   org:plan   --org ORG_ID --plan free|pro|enterprise
+  member:create --org ORG_ID --email EMAIL --role admin|reviewer|viewer [--name NAME]
 
 Scopes: ${SCOPES.join(', ')}`;
 
@@ -30,31 +32,48 @@ const commands = {
   'org:create': {
     options: { name: { type: 'string' }, plan: { type: 'string' }, 'admin-email': { type: 'string', multiple: true } },
     schema: z.object({ name: z.string().min(1).max(200), plan: z.enum(PLANS), 'admin-email': z.array(z.email()).default([]) }),
-    run: (orgs: OrgService, args: { name: string; plan: (typeof PLANS)[number]; 'admin-email': string[] }) =>
+    run: ({ orgs }: CliServices, args: { name: string; plan: (typeof PLANS)[number]; 'admin-email': string[] }) =>
       orgs.createOrganization({ name: args.name, plan: args.plan, adminEmails: args['admin-email'] }),
   },
   'key:create': {
     options: { org: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
     schema: z.object({ org: z.string().min(1), scopes: scopeList, name: z.string().min(1).max(200).optional() }),
-    run: (orgs: OrgService, args: { org: string; scopes: (typeof SCOPES)[number][]; name?: string }) =>
+    run: ({ orgs }: CliServices, args: { org: string; scopes: (typeof SCOPES)[number][]; name?: string }) =>
       orgs.createApiKey({ orgId: args.org, scopes: args.scopes, ...(args.name ? { name: args.name } : {}) }),
   },
   'key:revoke': {
     options: { id: { type: 'string' } },
     schema: z.object({ id: z.string().min(1) }),
-    run: (orgs: OrgService, args: { id: string }) => orgs.revokeApiKey(args.id),
+    run: ({ orgs }: CliServices, args: { id: string }) => orgs.revokeApiKey(args.id),
   },
   'org:plan': {
     options: { org: { type: 'string' }, plan: { type: 'string' } },
     schema: z.object({ org: z.string().min(1), plan: z.enum(PLANS) }),
-    run: (orgs: OrgService, args: { org: string; plan: (typeof PLANS)[number] }) => orgs.setPlan(args.org, args.plan),
+    run: ({ orgs }: CliServices, args: { org: string; plan: (typeof PLANS)[number] }) => orgs.setPlan(args.org, args.plan),
+  },
+  'member:create': {
+    options: { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } },
+    schema: z.object({ org: z.string().min(1), email: z.email(), role: z.enum(ROLES), name: z.string().min(1).max(200).optional() }),
+    run: async ({ orgs, members }: CliServices, args: { org: string; email: string; role: (typeof ROLES)[number]; name?: string }) => {
+      await orgs.requireOrganization(args.org);
+      const { member, inviteUrl } = await members.create(
+        { orgId: args.org, actor: { type: 'system', id: 'cli' } },
+        { email: args.email, role: args.role, ...(args.name ? { name: args.name } : {}) },
+      );
+      return { id: member.id, inviteUrl };
+    },
   },
 } as const;
+
+interface CliServices {
+  orgs: OrgService;
+  members: MemberService;
+}
 
 export class CliError extends Error {}
 
 /** Runs one command against the database and returns what it prints as JSON. */
-export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>): Promise<unknown> {
+export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>, { publicUrl }: { publicUrl: string }): Promise<unknown> {
   const [name, ...rest] = argv;
   const command = commands[name as keyof typeof commands];
   if (!command) throw new CliError(name ? `Unknown command '${name}'.\n\n${USAGE}` : USAGE);
@@ -70,9 +89,13 @@ export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>
     const problems = fieldErrors(parsed.error, name!).map((error) => `--${error.path}: ${error.message}`);
     throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
   }
-  const orgs = new OrgService(data);
+  // The CLI holds no Redis connection: the relay finds what it writes by polling the outbox.
+  const services = {
+    orgs: new OrgService(data),
+    members: new MemberService(data, { outboxSignal: { notify: async () => {} } }, { publicUrl }),
+  };
   try {
-    return await command.run(orgs, parsed.data as never);
+    return await command.run(services, parsed.data as never);
   } catch (error) {
     if (error instanceof AppError) throw new CliError(error.message);
     throw error;
@@ -84,7 +107,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const config = loadConfig();
     data = createDataLayer(config.DATABASE_URL, 2, () => {});
-    const output = await runCli(argv, data);
+    const output = await runCli(argv, data, { publicUrl: config.PUBLIC_URL });
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
   } catch (error) {

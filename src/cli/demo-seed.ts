@@ -10,7 +10,13 @@ const DEMO_ORG = 'Demo organization';
 export async function seedDemo(services: Services) {
   const { orgId } = await services.orgs.createOrganization({ name: DEMO_ORG, plan: 'pro', adminEmails: ['admin@example.com'] });
   const { id: keyId, key } = await services.orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'demo' });
-  const tenant: Tenant = { orgId, plan: 'pro', keyId, scopes: new Set(SCOPES), actor: { type: 'system', id: 'demo-seed' } };
+  const tenant: Tenant = {
+    orgId,
+    plan: 'pro',
+    scopes: new Set(SCOPES),
+    actor: { type: 'system', id: 'demo-seed' },
+    principal: { type: 'api_key', keyId },
+  };
   const policy = await services.policies.put(tenant, 'refunds', {
     rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }],
     defaultOutcome: 'review',

@@ -16,9 +16,11 @@ import {
 import * as engineBindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm/schema_engine_bg';
 import pg from 'pg';
+import { applySqlFunctions, readSqlFunctions } from './sql-functions.js';
 
 export const projectRoot = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
 export const migrationsDir = path.join(projectRoot, 'prisma', 'migrations');
+export const sqlFunctionsDir = path.join(projectRoot, 'prisma', 'functions');
 const schemaPath = path.join(projectRoot, 'prisma', 'schema.prisma');
 
 export const migrationLockfile = {
@@ -33,17 +35,20 @@ export const migrationLockfile = {
 const noFilters = { externalTables: [], externalEnums: [] };
 
 /**
- * Creates the database of `databaseUrl` if needed, then applies the migrations in
- * prisma/migrations that it has not recorded yet. Returns the names of those applied.
- * Concurrent callers are serialized by the engine's advisory lock (pg_advisory_lock(72707369)).
+ * Creates the database of `databaseUrl` if needed, applies the migrations in prisma/migrations
+ * that it has not recorded yet, then the SQL functions of prisma/functions (see sql-functions.ts).
+ * Returns the names of the migrations applied. Concurrent callers are serialized by the engine's
+ * advisory lock (pg_advisory_lock(72707369)) and by the functions' own.
  */
 export async function applyMigrations(databaseUrl: string): Promise<string[]> {
   await ensureDatabase(databaseUrl);
-  const migrationsList = await readMigrations();
-  return withEngine(databaseUrl, async (engine) => {
+  const [migrationsList, functions] = await Promise.all([readMigrations(), readSqlFunctions(sqlFunctionsDir)]);
+  const applied = await withEngine(databaseUrl, async (engine) => {
     const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: noFilters });
     return appliedMigrationNames;
   });
+  await applySqlFunctions(databaseUrl, functions);
+  return applied;
 }
 
 /**

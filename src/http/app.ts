@@ -8,6 +8,9 @@ import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
+import { keyRoutes } from './routes/key-routes.js';
+import { memberRoutes } from './routes/member-routes.js';
+import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 
@@ -33,10 +36,13 @@ export function createApp(services: Services): Express {
   );
 
   const routes = [
-    ...approvalRoutes(services.approvals),
+    ...approvalRoutes(services.approvals, services.approvalFeed),
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
     ...auditRoutes(services.audit),
+    ...memberRoutes(services.members),
+    ...sessionRoutes(services.members),
+    ...keyRoutes(services.orgs),
   ];
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
 
@@ -54,16 +60,14 @@ export function createApp(services: Services): Express {
   });
 
   const api = express.Router();
-  mountRoutes(api, routes, (key) => services.orgs.authenticate(key));
+  mountRoutes(api, routes, {
+    authenticators: { apiKey: (key) => services.orgs.authenticate(key), session: (cookie) => services.members.authenticateSession(cookie) },
+    cookies: { secure: services.config.NODE_ENV === 'production' },
+  });
   app.use(api);
   const { ADMIN_USER, ADMIN_PASSWORD } = services.config;
   if (ADMIN_USER && ADMIN_PASSWORD) {
-    const { expiry, webhookDelivery, email, maintenance, auditExport } = services.jobs;
-    mountQueueDashboard(app, {
-      queues: [expiry, webhookDelivery, email, maintenance, auditExport],
-      user: ADMIN_USER,
-      password: ADMIN_PASSWORD,
-    });
+    mountQueueDashboard(app, { queues: services.jobs.all(), user: ADMIN_USER, password: ADMIN_PASSWORD });
   }
   app.use(notFoundHandler);
   app.use(errorHandler);

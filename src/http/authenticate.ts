@@ -1,21 +1,62 @@
-import type { RequestHandler, Response } from 'express';
-import { UnauthorizedError } from '../lib/errors.js';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Request, RequestHandler, Response } from 'express';
+import { CsrfError, UnauthorizedError } from '../lib/errors.js';
 import type { Tenant } from '../modules/orgs/tenant.js';
 
-export type Authenticator = (presentedKey: string) => Promise<Tenant | null>;
+/** Resolves a presented credential to the tenant it acts for, or null when it is unknown, revoked or expired. */
+export interface Authenticators {
+  apiKey(presentedKey: string): Promise<Tenant | null>;
+  session(cookieValue: string): Promise<Tenant | null>;
+}
+
+/** Which credentials an operation takes: either (the default), a console session only, or none. */
+export type AuthMode = 'credentials' | 'session' | 'public';
+
+export const SESSION_COOKIE = 'ag_session';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
-/** Resolves `authorization: Bearer <key>` to the tenant, or answers 401. */
-export function authenticate(authenticator: Authenticator): RequestHandler {
+/**
+ * Resolves the caller, or answers 401. A bearer key wins over a session cookie when both come; a
+ * request authenticated by its cookie that may change something must also carry the session's
+ * CSRF token (contract C9), which a page of another origin cannot read.
+ */
+export function authenticate(authenticators: Authenticators, mode: Exclude<AuthMode, 'public'>): RequestHandler {
   return async (req, res, next) => {
-    const match = BEARER.exec(req.headers.authorization ?? '');
-    if (!match) throw new UnauthorizedError();
-    const tenant = await authenticator(match[1]!);
-    if (!tenant) throw new UnauthorizedError('The API key is unknown or revoked.');
+    const authorization = req.headers.authorization;
+    const cookie = sessionCookie(req);
+    let tenant: Tenant | null = null;
+    if (authorization !== undefined && mode === 'credentials') {
+      const match = BEARER.exec(authorization);
+      if (!match) throw new UnauthorizedError();
+      tenant = await authenticators.apiKey(match[1]!);
+      if (!tenant) throw new UnauthorizedError('The API key is unknown or revoked.');
+    } else if (cookie) {
+      tenant = await authenticators.session(cookie);
+      if (!tenant) throw new UnauthorizedError('The console session has ended; sign in again.');
+      if (!SAFE_METHODS.has(req.method) && !sameSecret(req.headers['x-csrf-token'], tenant.principal)) throw new CsrfError();
+    } else {
+      throw new UnauthorizedError(mode === 'session' ? 'No console session: sign in first.' : undefined);
+    }
     res.locals.tenant = tenant;
     next();
   };
+}
+
+function sameSecret(presented: string | string[] | undefined, principal: Tenant['principal']): boolean {
+  if (typeof presented !== 'string' || principal.type !== 'session') return false;
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(presented), digest(principal.csrfToken));
+}
+
+/** The value of the session cookie, from the Cookie header (no parser needed for one cookie). */
+export function sessionCookie(req: Request): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const separator = part.indexOf('=');
+    if (separator > 0 && part.slice(0, separator).trim() === SESSION_COOKIE) return part.slice(separator + 1).trim();
+  }
+  return undefined;
 }
 
 export function tenantOf(res: Response): Tenant {

@@ -1,5 +1,18 @@
 import { z } from 'zod';
+import { SESSION_COOKIE } from './authenticate.js';
 import type { AnyRouteSpec } from './route.js';
+
+function securityOf(spec: AnyRouteSpec): Record<string, string[]>[] {
+  if (spec.auth === 'public') return [];
+  if (spec.auth === 'session') return [{ sessionCookie: [] }];
+  return [{ bearerAuth: [] }, { sessionCookie: [] }];
+}
+
+function describeAccess(spec: AnyRouteSpec): string {
+  if (spec.auth === 'public') return 'Needs no credentials.';
+  const who = spec.auth === 'session' ? 'A console session' : spec.scope ? `The \`${spec.scope}\` scope` : 'Credentials';
+  return `${who} required${spec.plans ? `, and the ${spec.plans.join(' or ')} plan` : ''}.`;
+}
 
 type JsonSchema = Record<string, unknown>;
 
@@ -59,8 +72,8 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
     );
     (paths[path] ??= {})[spec.method] = {
       summary: spec.summary,
-      description: `Requires the \`${spec.scope}\` scope${spec.plans ? ` and the ${spec.plans.join(' or ')} plan` : ''}.`,
-      security: [{ bearerAuth: [] }],
+      description: describeAccess(spec),
+      security: securityOf(spec),
       parameters: [...parametersOf(spec.params, 'path'), ...parametersOf(spec.query, 'query')],
       ...(spec.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(spec.body as z.ZodType, 'input') } } } }
@@ -74,6 +87,17 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
     info,
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     paths,
-    components: { schemas: components, securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+    components: {
+      schemas: components,
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer' },
+        sessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description: 'A console session (POST /v1/session); writes also need the x-csrf-token header.',
+        },
+      },
+    },
   };
 }

@@ -35,6 +35,7 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
   }
   if (error instanceof AppError) {
+    res.set(error.headers);
     return sendProblem(res, error.status, error.code, error.title, error.message);
   }
   const bodyError = error as { type?: string; status?: number };

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ForbiddenError, NotFoundError, PaymentRequiredError, ValidationError, type FieldError } from '../lib/errors.js';
 import { fieldErrors } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
-import { authenticate, tenantOf } from './authenticate.js';
+import { authenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -18,9 +18,27 @@ export interface RouteInput<B, Q, P> {
   signal: AbortSignal;
 }
 
-/** A JSON body (or none), or CSV: a string, or a stream opened only when the reply is sent. */
+/** Opens a console session in the browser (the cookie of contract C9), or ends it. */
+export type SessionCookie = { token: string; expiresAt: Date } | 'clear';
+
+/** One message of a text/event-stream reply. */
+export interface ServerSentEvent {
+  id?: string;
+  event: string;
+  data: unknown;
+}
+
+/**
+ * A JSON body (or none); CSV, a string or a stream opened only when the reply is sent; or server-
+ * sent events, from the stream's Last-Event-ID on, until the client goes away.
+ */
 export type Reply =
-  { status: number; body?: unknown } | { status: number; csv: string | (() => Readable); headers?: Record<string, string> };
+  | { status: number; body?: unknown; session?: SessionCookie }
+  | { status: number; csv: string | (() => Readable); headers?: Record<string, string> }
+  | { status: 200; eventStream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent> };
+
+/** A comment line this often keeps proxies from closing an idle stream. */
+const EVENT_STREAM_HEARTBEAT_MS = 15_000;
 
 export interface ResponseSpec {
   description: string;
@@ -37,7 +55,10 @@ export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
   /** Express path syntax, e.g. `/v1/approvals/:id`. */
   path: string;
   summary: string;
-  scope: Scope;
+  /** Credentials the operation takes (default: an API key or a session). */
+  auth?: AuthMode;
+  /** The scope it needs; none for public operations and for a member's own session. */
+  scope?: Scope;
   /** Plans allowed to call this operation; others get 402. All plans when omitted. */
   plans?: readonly Tenant['plan'][];
   body?: B;
@@ -126,9 +147,11 @@ function holdUndecodablePaths(req: Request, _res: Response, next: NextFunction):
 
 function requireAccess(spec: AnyRouteSpec): RequestHandler {
   return (_req, res, next) => {
+    if (spec.auth === 'public') return next();
     const tenant = tenantOf(res);
-    if (!tenant.scopes.has(spec.scope)) {
-      throw new ForbiddenError(`This API key lacks the '${spec.scope}' scope required by ${spec.method.toUpperCase()} ${spec.path}.`);
+    if (spec.scope && !tenant.scopes.has(spec.scope)) {
+      const who = tenant.principal.type === 'session' ? `A member with the ${tenant.principal.role} role` : 'This API key';
+      throw new ForbiddenError(`${who} lacks the '${spec.scope}' scope required by ${spec.method.toUpperCase()} ${spec.path}.`);
     }
     if (spec.plans && !spec.plans.includes(tenant.plan)) {
       throw new PaymentRequiredError(`This operation needs the ${spec.plans.join(' or ')} plan; the organization is on ${tenant.plan}.`);
@@ -156,7 +179,7 @@ function parseParams(spec: AnyRouteSpec, req: Request): unknown {
   return result.data;
 }
 
-function handle(spec: AnyRouteSpec): RequestHandler {
+function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
   return async (req, res) => {
     const params = parseParams(spec, req);
     const unreadable = bodyError(req);
@@ -166,10 +189,20 @@ function handle(spec: AnyRouteSpec): RequestHandler {
 
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const reply = await spec.handler({ tenant: tenantOf(res), body, query, params, signal: abort.signal });
+    const reply = await spec.handler({
+      get tenant() {
+        return tenantOf(res);
+      },
+      body,
+      query,
+      params,
+      signal: abort.signal,
+    });
     if (res.writableEnded || abort.signal.aborted) return;
     res.status(reply.status);
     if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
+    if ('eventStream' in reply) return sendEventStream(req, res, reply.eventStream);
+    if (reply.session) setSessionCookie(res, reply.session, cookies);
     if (reply.body === undefined) res.end();
     else res.json(reply.body);
   };
@@ -185,20 +218,58 @@ async function sendCsv(req: Request, res: Response, csv: string | (() => Readabl
   await pipeline(csv(), res).catch((error: unknown) => req.log.warn({ err: error }, 'CSV reply cut short'));
 }
 
+async function sendEventStream(
+  req: Request,
+  res: Response,
+  stream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent>,
+): Promise<void> {
+  res.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  res.write('retry: 2000\n\n');
+  const heartbeat = setInterval(() => res.write(': ping\n\n'), EVENT_STREAM_HEARTBEAT_MS);
+  try {
+    for await (const message of stream(req.get('last-event-id'))) {
+      res.write(`${message.id ? `id: ${message.id}\n` : ''}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`);
+    }
+  } catch (error) {
+    req.log.warn({ err: error }, 'event stream cut short');
+  } finally {
+    clearInterval(heartbeat);
+    res.end();
+  }
+}
+
+export interface CookieOptions {
+  /** `Secure` outside development and test, where the console is served over plain HTTP. */
+  secure: boolean;
+}
+
+/** The session cookie of contract C9: HttpOnly, SameSite=Lax, Path=/, Secure outside development and test. */
+function setSessionCookie(res: Response, session: SessionCookie, { secure }: CookieOptions): void {
+  const options = { httpOnly: true, sameSite: 'lax', path: '/', secure } as const;
+  if (session === 'clear') res.clearCookie(SESSION_COOKIE, options);
+  else res.cookie(SESSION_COOKIE, session.token, { ...options, expires: session.expiresAt });
+}
+
 /**
  * Mounts each route with the chain of contract C2: authenticate (401), scope and plan (403, 402),
  * read the body, the route's 402 precheck, then path, body and query validation (404, 413, 422)
  * and the handler.
  */
-export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], authenticator: Parameters<typeof authenticate>[0]): void {
+export function mountRoutes(
+  router: Router,
+  specs: readonly AnyRouteSpec[],
+  { authenticators, cookies }: { authenticators: Authenticators; cookies: CookieOptions },
+): void {
   router.use(holdUndecodablePaths);
   for (const spec of specs) {
+    const mode = spec.auth ?? 'credentials';
     const chain: RequestHandler[] = [
-      authenticate(authenticator),
+      ...(mode === 'public' ? [] : [authenticate(authenticators, mode)]),
       requireAccess(spec),
       ...(spec.body ? [parseJsonBody] : []),
       ...(spec.precheck ? [precheck(spec)] : []),
-      handle(spec),
+      handle(spec, cookies),
     ];
     router[spec.method](spec.path, ...chain);
   }

@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'request_timeout'
   | 'bad_request'
   | 'rate_limited'
+  | 'gone'
+  | 'csrf_failed'
   | 'internal';
 
 export interface FieldError {
@@ -27,6 +29,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     readonly title: string,
     detail: string,
+    /** Response headers the problem comes with, such as `retry-after`. */
+    readonly headers: Record<string, string> = {},
   ) {
     super(detail);
   }
@@ -42,7 +46,7 @@ export class ValidationError extends AppError {
 }
 
 export class UnauthorizedError extends AppError {
-  constructor(detail = 'A valid API key is required in the authorization header (Bearer).') {
+  constructor(detail = 'A valid API key (authorization: Bearer) or a console session is required.') {
     super(401, 'unauthorized', 'Unauthorized', detail);
   }
 }
@@ -50,6 +54,30 @@ export class UnauthorizedError extends AppError {
 export class ForbiddenError extends AppError {
   constructor(detail: string) {
     super(403, 'forbidden', 'Forbidden', detail);
+  }
+}
+
+/** A cookie-authenticated write without the session's CSRF token (contract C9). */
+export class CsrfError extends AppError {
+  constructor() {
+    super(
+      403,
+      'csrf_failed',
+      'CSRF token missing or wrong',
+      'A write with a session cookie must carry the x-csrf-token header of the session.',
+    );
+  }
+}
+
+export class GoneError extends AppError {
+  constructor(detail: string) {
+    super(410, 'gone', 'Gone', detail);
+  }
+}
+
+export class RateLimitedError extends AppError {
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(429, 'rate_limited', 'Too many requests', detail, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
   }
 }
 

@@ -65,7 +65,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
   const logger = createLogger(config, 'test', logSink);
   const started: { services: Services; server: Server }[] = [];
   const start = async () => {
-    const services = await createServices(config, logger);
+    const services = await createServices(config, logger, 'web');
     const app = createApp(services);
     const server = app.listen(0, '127.0.0.1');
     answerClientErrors(server);

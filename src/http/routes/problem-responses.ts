@@ -2,12 +2,14 @@ import { problemSchema } from '../problem.js';
 import type { ResponseSpec } from '../route.js';
 
 const descriptions: Record<number, string> = {
-  401: 'Missing, malformed, unknown or revoked API key.',
+  401: 'Missing, malformed, unknown or revoked API key, or no live console session.',
   402: 'The plan does not allow this (plan below Pro, or free-tier monthly limit reached).',
-  403: 'The API key lacks the required scope.',
+  403: 'The credentials lack the required scope (or a session write lacks its CSRF token: `csrf_failed`).',
   404: 'No such resource in the organization.',
-  409: 'The approval is not pending.',
+  409: 'The request conflicts with the current state (see `detail`).',
+  410: 'Gone: the invite or link is unknown, used or expired.',
   422: 'The request failed validation; `errors` names each field.',
+  429: 'Too many attempts; `retry-after` says when to try again.',
 };
 
 /** Problem-details responses for the OpenAPI document. */

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { jsonObject, queryInteger, storableString } from '../../lib/json-input.js';
+import { jsonObject, queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
+
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 export const approvalCreateSchema = z
   .object({
@@ -33,10 +36,29 @@ export const approvalReadQuerySchema = z.strictObject({
 
 export const approvalIdParamsSchema = z.object({ id: z.uuid() });
 
+/** Who approved or rejected (contract C3): a member, an API key, or the policy itself for an auto-approval. */
+export const deciderSchema = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('user'), id: z.uuid(), email: z.string() }),
+    z.object({ type: z.literal('api_key'), id: z.uuid() }),
+    z.object({ type: z.literal('policy'), id: z.string().meta({ description: 'The policy key.' }) }),
+  ])
+  .meta({ id: 'Decider' });
+export type Decider = z.output<typeof deciderSchema>;
+
+export const voteSchema = z
+  .object({
+    by: deciderSchema,
+    verdict: z.enum(['approved', 'rejected']),
+    feedback: z.string().nullable(),
+    at: z.iso.datetime(),
+  })
+  .meta({ id: 'Vote' });
+
 export const approvalViewSchema = z
   .object({
     id: z.uuid(),
-    status: z.enum(['pending', 'approved', 'rejected', 'expired', 'escalated']),
+    status: z.enum(APPROVAL_STATUSES),
     action: z.string(),
     payload: jsonObject('payload'),
     context: jsonObject('context').optional(),
@@ -45,6 +67,54 @@ export const approvalViewSchema = z
     feedback: z.string().nullable(),
     escalatedTo: z.uuid().optional(),
     escalatedFrom: z.uuid().optional(),
+    agent: z.string().nullable(),
+    policyKey: z.string(),
+    payloadHash: z.string().meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of `payload`.' }),
+    decidedBy: deciderSchema.nullable().meta({ description: 'Null unless approved or rejected.' }),
+    decidedAt: z.iso.datetime().nullable().meta({ description: 'Null unless approved or rejected.' }),
+    quorum: z.number().int().meta({ description: 'Distinct approvals needed.' }),
+    votes: z.array(voteSchema),
+    onBehalfOf: z.string().nullable(),
   })
   .meta({ id: 'ApprovalRequestView' });
 export type ApprovalView = z.output<typeof approvalViewSchema>;
+
+/** Query of GET /v1/approvals (contract C8). Unknown parameters are refused: a misspelt filter would list everything. */
+export const approvalListQuerySchema = z
+  .strictObject({
+    status: z
+      .string()
+      .transform((value, ctx) => {
+        const statuses = [...new Set(value.split(','))];
+        const unknown = statuses.find((status) => !(APPROVAL_STATUSES as readonly string[]).includes(status));
+        if (unknown === undefined) return statuses as ApprovalStatus[];
+        ctx.addIssue({
+          code: 'custom',
+          message: `status must be one or more of ${APPROVAL_STATUSES.join(', ')}, comma-separated; '${unknown}' is not one`,
+        });
+        return z.NEVER;
+      })
+      .optional()
+      .meta({ description: 'One status or a comma-separated list.' }),
+    action: storableString('action').min(1).max(200).optional(),
+    agent: storableString('agent').min(1).max(200).optional(),
+    policyKey: storableString('policyKey').min(1).max(200).optional(),
+    from: storableInstant('from').optional().meta({ description: 'Created at or after (ISO 8601).' }),
+    to: storableInstant('to').optional().meta({ description: 'Created at or before (ISO 8601).' }),
+    limit: z
+      .string()
+      .regex(/^\d{1,4}$/, 'limit must be an integer from 1 to 200')
+      .transform(Number)
+      .pipe(z.number().min(1, 'limit must be an integer from 1 to 200').max(200, 'limit must be an integer from 1 to 200'))
+      .default(50),
+    cursor: storableString('cursor').min(1).max(200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+  })
+  .refine((query) => !query.from || !query.to || query.from <= query.to, { path: ['to'], message: 'to must not be before from' });
+export type ApprovalListQuery = z.output<typeof approvalListQuerySchema>;
+
+export const approvalListSchema = z
+  .object({
+    approvals: z.array(approvalViewSchema),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'ApprovalList' });

@@ -1,17 +1,27 @@
 import type { DataLayer } from '../../data/database.js';
-import { ConflictError, NotFoundError, PaymentRequiredError } from '../../lib/errors.js';
+import { ConflictError, NotFoundError, PaymentRequiredError, ValidationError } from '../../lib/errors.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
-import type { ApprovalCreateInput, ApprovalView, DecisionInput } from './approval-schemas.js';
+import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, DecisionInput } from './approval-schemas.js';
+import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
+import { ENQUEUE_HINT_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
-import { ENQUEUE_HINT_TIMEOUT_MS, type JobProducers } from '../../queues/job-producers.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalStore, type Approval, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
 import type { Actor } from '../audit/audit-events.js';
-import { applySettlement, createApproval, decideApproval, timeOutApproval, type Creation, type Governing } from './approval-transitions.js';
+import {
+  applySettlement,
+  createApproval,
+  currentPayloadHash,
+  decideApproval,
+  timeOutApproval,
+  type Creation,
+  type Governing,
+} from './approval-transitions.js';
+import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 
 /** Policy writes racing one creation this often mean something is wrong, not busy. */
 const MAX_POLICY_RACES = 5;
@@ -28,7 +38,7 @@ export interface ApprovalLimits {
 export interface AfterCommit {
   settlements: ApprovalSettlements;
   outboxSignal: OutboxSignal;
-  jobs: JobProducers;
+  jobs: JobQueues;
   logger: Logger;
 }
 
@@ -121,17 +131,29 @@ export class ApprovalService {
    * Schedules the expiry of a pending approval and wakes the outbox relay. Failures only delay:
    * the expiry sweeper and the relay's polling cover anything Redis missed.
    */
-  private async announceCreation(orgId: string, { approval, events }: Creation): Promise<void> {
+  private async announceCreation(orgId: string, { approval }: Creation): Promise<void> {
     const { jobs, outboxSignal, logger } = this.afterCommit;
-    await Promise.all([
-      approval.expiresAt &&
-        withTimeout(jobs.scheduleExpiry(orgId, approval.id, approval.expiresAt), ENQUEUE_HINT_TIMEOUT_MS, 'scheduling expiry').catch(
-          (error: unknown) => {
-            logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it');
-          },
-        ),
-      events.some((event) => event.webhook) && outboxSignal.notify(),
-    ]);
+    const scheduleExpiry = async (expiresAt: Date) => {
+      const delayMs = expiresAt.getTime() - Date.now();
+      await withTimeout(
+        jobs.add(approvalExpiryJob, { orgId, approvalId: approval.id }, delayMs),
+        ENQUEUE_HINT_TIMEOUT_MS,
+        'scheduling expiry',
+      ).catch((error: unknown) =>
+        logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it'),
+      );
+    };
+    await Promise.all([approval.expiresAt && scheduleExpiry(approval.expiresAt), outboxSignal.notify()]);
+  }
+
+  /** A page of the organization's approvals, newest first (contract C8). */
+  async list(tenant: Tenant, query: ApprovalListQuery): Promise<{ approvals: ApprovalView[]; nextCursor: string | null }> {
+    const { status, cursor, ...filters } = query;
+    const after = cursor === undefined ? undefined : decodeListCursor(cursor);
+    if (after === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
+    const rows = await this.store(tenant).list({ ...filters, ...(status ? { statuses: status } : {}), ...(after ? { after } : {}) });
+    const last = rows.length === query.limit ? rows[rows.length - 1] : undefined;
+    return { approvals: rows.map(toApprovalView), nextCursor: last ? encodeListCursor(last) : null };
   }
 
   /**
@@ -246,6 +268,7 @@ function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
 }
 
 export function toApprovalView(approval: Approval): ApprovalView {
+  const decided = approval.status === 'approved' || approval.status === 'rejected';
   return {
     id: approval.id,
     status: approval.status,
@@ -257,5 +280,13 @@ export function toApprovalView(approval: Approval): ApprovalView {
     feedback: approval.feedback,
     ...(approval.escalatedTo ? { escalatedTo: approval.escalatedTo } : {}),
     ...(approval.escalatedFrom ? { escalatedFrom: approval.escalatedFrom } : {}),
+    agent: approval.agent,
+    policyKey: approval.policyKey,
+    payloadHash: currentPayloadHash(approval),
+    decidedBy: decided ? ((approval.decidedBy as Decider | null) ?? null) : null,
+    decidedAt: decided ? (approval.decidedAt?.toISOString() ?? null) : null,
+    quorum: 1,
+    votes: [],
+    onBehalfOf: null,
   };
 }

@@ -1,19 +1,35 @@
+import { byColumn, selectList, type ColumnMap } from '../../data/columns.js';
 import { postgresErrorCode, transactionSql, type Database, type Sql } from '../../data/database.js';
 import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
+import type { ApprovalStatus, Decider } from './approval-schemas.js';
 import { auditEventsArgument } from '../audit/audit-store.js';
 
 export type { Approval };
 export type NewApproval = Omit<Approval, 'orgId'>;
 
-/** The terminal fields a settlement writes; `payload` only when a reviewer edited it. */
+/** The terminal fields a settlement writes; `payload` and its hash only when a reviewer edited it. */
 export interface Settlement {
   status: Approval['status'];
   verdict: string | null;
   feedback: string | null;
   decidedAt: Date;
+  decidedBy: Decider | null;
   payload?: unknown;
+  payloadHash?: string;
   escalatedTo?: string;
+}
+
+/** A page of GET /v1/approvals: newest first, after the position of `after` (exclusive). */
+export interface ApprovalListing {
+  statuses?: readonly ApprovalStatus[];
+  action?: string;
+  agent?: string;
+  policyKey?: string;
+  from?: Date;
+  to?: Date;
+  after?: { createdAt: Date; id: string };
+  limit: number;
 }
 
 export interface MonthlyQuota {
@@ -57,6 +73,35 @@ export class ApprovalStore {
       [this.orgId, idempotencyKey],
     );
     return row ?? null;
+  }
+
+  /**
+   * Keyset paging over (created_at, id), newest first. Each exact-match filter has an index that
+   * leads with it and continues in that order; several statuses are read as one ordered scan per
+   * status, merged, so no page ever sorts more than `limit` rows per status.
+   */
+  async list(listing: ApprovalListing): Promise<Approval[]> {
+    const values: unknown[] = [this.orgId];
+    const bind = (value: unknown) => `$${values.push(value)}`;
+    const conditions = ['org_id = $1'];
+    if (listing.action !== undefined) conditions.push(`action = ${bind(listing.action)}`);
+    if (listing.agent !== undefined) conditions.push(`agent = ${bind(listing.agent)}`);
+    if (listing.policyKey !== undefined) conditions.push(`policy_key = ${bind(listing.policyKey)}`);
+    if (listing.from) conditions.push(`created_at >= ${bind(listing.from)}`);
+    if (listing.to) conditions.push(`created_at <= ${bind(listing.to)}`);
+    if (listing.after) conditions.push(`(created_at, id) < (${bind(listing.after.createdAt)}, ${bind(listing.after.id)}::uuid)`);
+    const limit = bind(listing.limit);
+    const page = (extra: string) =>
+      `SELECT ${SELECT_LIST} FROM approvals WHERE ${[...conditions, extra].filter(Boolean).join(' AND ')}
+       ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
+    const statuses = listing.statuses ?? [];
+    const text =
+      statuses.length <= 1
+        ? page(statuses.length === 1 ? `status = ${bind(statuses[0])}::"ApprovalStatus"` : '')
+        : `SELECT * FROM (${statuses.map((status) => `(${page(`status = ${bind(status)}::"ApprovalStatus"`)})`).join(' UNION ALL ')}) merged
+           ORDER BY "createdAt" DESC, id DESC LIMIT ${limit}`;
+    // Not prepared: the statement's shape depends on which filters are given.
+    return this.sql.query<Approval>(null, text, values);
   }
 
   async monthlyUsage(month: string): Promise<number> {
@@ -149,33 +194,34 @@ async function settleApproval(
   return row?.settled === true;
 }
 
-const SELECT_APPROVAL = `
-  SELECT id, org_id AS "orgId", status, action, payload, context, agent, policy_key AS "policyKey",
-         idempotency_key AS "idempotencyKey", created_at AS "createdAt", expires_at AS "expiresAt",
-         on_timeout AS "onTimeout", escalate_to AS "escalateTo", verdict, feedback, decided_at AS "decidedAt",
-         escalated_from AS "escalatedFrom", escalated_to AS "escalatedTo"
-  FROM approvals`;
+/** Every column of `approvals`; see ColumnMap for why a new one cannot be left out. */
+export const APPROVAL_COLUMNS = {
+  id: 'id',
+  orgId: 'org_id',
+  status: 'status',
+  action: 'action',
+  payload: 'payload',
+  context: 'context',
+  agent: 'agent',
+  policyKey: 'policy_key',
+  idempotencyKey: 'idempotency_key',
+  createdAt: 'created_at',
+  expiresAt: 'expires_at',
+  onTimeout: 'on_timeout',
+  escalateTo: 'escalate_to',
+  verdict: 'verdict',
+  feedback: 'feedback',
+  decidedAt: 'decided_at',
+  escalatedFrom: 'escalated_from',
+  escalatedTo: 'escalated_to',
+  payloadHash: 'payload_hash',
+  decidedBy: 'decided_by',
+} as const satisfies ColumnMap<Approval>;
+
+const SELECT_LIST = selectList(APPROVAL_COLUMNS);
+const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
 
 /** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */
 function toApprovalRecord(orgId: string, approval: NewApproval) {
-  return {
-    id: approval.id,
-    org_id: orgId,
-    status: approval.status,
-    action: approval.action,
-    payload: approval.payload,
-    context: approval.context,
-    agent: approval.agent,
-    policy_key: approval.policyKey,
-    idempotency_key: approval.idempotencyKey,
-    created_at: approval.createdAt,
-    expires_at: approval.expiresAt,
-    on_timeout: approval.onTimeout,
-    escalate_to: approval.escalateTo,
-    verdict: approval.verdict,
-    feedback: approval.feedback,
-    decided_at: approval.decidedAt,
-    escalated_from: approval.escalatedFrom,
-    escalated_to: approval.escalatedTo,
-  };
+  return byColumn(APPROVAL_COLUMNS, { ...approval, orgId });
 }

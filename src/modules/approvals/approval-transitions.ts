@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import type { Actor, AuditEventDraft, WebhookEventType } from '../audit/audit-events.js';
+import { createHash, randomUUID } from 'node:crypto';
+import { canonicalJson, type Actor, type AuditEventDraft, type WebhookEventType } from '../audit/audit-events.js';
 import type { PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
-import type { ApprovalCreateInput, DecisionInput } from './approval-schemas.js';
+import type { ApprovalCreateInput, Decider, DecisionInput } from './approval-schemas.js';
 import type { Approval, NewApproval, Settlement } from './approval-store.js';
 
 /**
@@ -35,17 +35,37 @@ function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
 }
 
+/** Hex SHA-256 of the RFC 8785 bytes of a payload: what a receiver checks before executing it. */
+export function payloadHash(payload: unknown): string {
+  return createHash('sha256').update(canonicalJson(payload), 'utf8').digest('hex');
+}
+
+/** Who decided, as the view and the webhook show it; only members and API keys decide. */
+function deciderOf(actor: Actor): Decider {
+  if (actor.type === 'system') throw new Error(`a system actor (${actor.id}) cannot decide an approval`);
+  return actor;
+}
+
 function webhookEvent(
   type: WebhookEventType,
-  approval: ApprovalFacts & { status: string; payload: unknown },
+  approval: ApprovalFacts & Pick<Approval, 'status' | 'policyKey'> & { payload: unknown; payloadHash: string },
   at: Date,
-  fields: { verdict: string | null; feedback: string | null; escalatedTo?: string },
+  fields: { verdict: string | null; feedback: string | null; decidedBy: Decider | null; escalatedTo?: string },
 ): AuditEventDraft['webhook'] {
   return {
     id: randomUUID(),
     type,
     createdAt: at.toISOString(),
-    data: { approvalId: approval.id, status: approval.status, action: approval.action, payload: approval.payload, ...fields },
+    data: {
+      approvalId: approval.id,
+      status: approval.status,
+      action: approval.action,
+      payload: approval.payload,
+      agent: approval.agent,
+      policyKey: approval.policyKey,
+      payloadHash: approval.payloadHash,
+      ...fields,
+    },
   };
 }
 
@@ -58,7 +78,8 @@ export function createApproval(
 ): Creation {
   const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
   const timeoutSeconds = governing.kind === 'policy' ? governing.policy.timeoutSeconds : governing.timeoutSeconds;
-  const approval: NewApproval = {
+  const decidedBy: Decider | null = autoApproved ? { type: 'policy', id: input.policyKey } : null;
+  const approval: NewApproval & { payloadHash: string } = {
     id: randomUUID(),
     status: autoApproved ? 'approved' : 'pending',
     action: input.action,
@@ -76,6 +97,8 @@ export function createApproval(
     decidedAt: autoApproved ? now : null,
     escalatedFrom,
     escalatedTo: null,
+    payloadHash: payloadHash(input.payload),
+    decidedBy,
   };
 
   const subject = subjectOf(approval);
@@ -86,8 +109,10 @@ export function createApproval(
       createdAt: now,
       data: {
         ...subject,
+        status: approval.status,
         policyKey: approval.policyKey,
         payload: approval.payload,
+        payloadHash: approval.payloadHash,
         ...(approval.context ? { context: approval.context } : {}),
         outcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
         ...(governing.kind === 'policy'
@@ -104,7 +129,7 @@ export function createApproval(
       actor,
       createdAt: now,
       data: { ...subject, verdict: 'approved', feedback: null, decidedBy: 'policy' },
-      webhook: webhookEvent('approval.approved', approval, now, { verdict: 'approved', feedback: null }),
+      webhook: webhookEvent('approval.approved', approval, now, { verdict: 'approved', feedback: null, decidedBy }),
     });
   }
   if (governing.kind === 'orphan') {
@@ -113,7 +138,7 @@ export function createApproval(
       actor,
       createdAt: now,
       data: { ...subject, policyKey: approval.policyKey },
-      webhook: webhookEvent('approval.orphaned', approval, now, { verdict: null, feedback: null }),
+      webhook: webhookEvent('approval.orphaned', approval, now, { verdict: null, feedback: null, decidedBy: null }),
     });
   }
   return { approval, events, policyRevision: governing.policyRevision };
@@ -122,14 +147,17 @@ export function createApproval(
 export function decideApproval(approval: Approval, decision: DecisionInput, actor: Actor, now: Date): Settling {
   const type = decision.verdict === 'approved' ? 'approval.approved' : 'approval.rejected';
   const feedback = decision.feedback ?? null;
+  const decidedBy = deciderOf(actor);
+  const edited = decision.editedPayload ? { payload: decision.editedPayload, payloadHash: payloadHash(decision.editedPayload) } : null;
   const settlement: Settlement = {
     status: decision.verdict,
     verdict: decision.verdict,
     feedback,
     decidedAt: now,
-    ...(decision.editedPayload ? { payload: decision.editedPayload } : {}),
+    decidedBy,
+    ...edited,
   };
-  const settled = { ...approval, status: settlement.status, payload: decision.editedPayload ?? approval.payload };
+  const settled = { ...approval, status: settlement.status, ...(edited ?? { payloadHash: currentPayloadHash(approval) }) };
   return {
     settlement,
     events: [
@@ -143,7 +171,7 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
           feedback,
           ...(decision.editedPayload ? { editedPayload: decision.editedPayload } : {}),
         },
-        webhook: webhookEvent(type, settled, now, { verdict: decision.verdict, feedback }),
+        webhook: webhookEvent(type, settled, now, { verdict: decision.verdict, feedback, decidedBy }),
       },
     ],
   };
@@ -155,25 +183,33 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
  */
 export function timeOutApproval(approval: Approval, actor: Actor, now: Date, successor: Creation | null): Settling {
   const subject = subjectOf(approval);
+  const hash = currentPayloadHash(approval);
   if (approval.onTimeout === 'expire') {
-    const settled = { ...approval, status: 'expired' as const };
+    const settled = { ...approval, status: 'expired' as const, payloadHash: hash };
     return {
-      settlement: { status: 'expired', verdict: null, feedback: null, decidedAt: now },
+      settlement: { status: 'expired', verdict: null, feedback: null, decidedAt: now, decidedBy: null },
       events: [
         {
           type: 'approval.expired',
           actor,
           createdAt: now,
           data: { ...subject, expiresAt: approval.expiresAt?.toISOString() ?? null },
-          webhook: webhookEvent('approval.expired', settled, now, { verdict: null, feedback: null }),
+          webhook: webhookEvent('approval.expired', settled, now, { verdict: null, feedback: null, decidedBy: null }),
         },
       ],
     };
   }
   const escalatedTo = successor?.approval.id;
-  const settled = { ...approval, status: 'escalated' as const };
+  const settled = { ...approval, status: 'escalated' as const, payloadHash: hash };
   return {
-    settlement: { status: 'escalated', verdict: null, feedback: null, decidedAt: now, ...(escalatedTo ? { escalatedTo } : {}) },
+    settlement: {
+      status: 'escalated',
+      verdict: null,
+      feedback: null,
+      decidedAt: now,
+      decidedBy: null,
+      ...(escalatedTo ? { escalatedTo } : {}),
+    },
     events: [
       {
         type: 'approval.escalated',
@@ -183,6 +219,7 @@ export function timeOutApproval(approval: Approval, actor: Actor, now: Date, suc
         webhook: webhookEvent('approval.escalated', settled, now, {
           verdict: null,
           feedback: null,
+          decidedBy: null,
           ...(escalatedTo ? { escalatedTo } : {}),
         }),
       },
@@ -198,8 +235,15 @@ export function applySettlement(approval: Approval, settlement: Settlement): App
     verdict: settlement.verdict,
     feedback: settlement.feedback,
     decidedAt: settlement.decidedAt,
+    decidedBy: settlement.decidedBy,
     expiresAt: null,
     payload: (settlement.payload ?? approval.payload) as Approval['payload'],
+    payloadHash: settlement.payloadHash ?? approval.payloadHash,
     escalatedTo: settlement.escalatedTo ?? approval.escalatedTo,
   };
+}
+
+/** The stored hash, or the hash computed now for a row written before hashes were stored. */
+export function currentPayloadHash(approval: Pick<Approval, 'payload' | 'payloadHash'>): string {
+  return approval.payloadHash ?? payloadHash(approval.payload);
 }

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
-/** Every audit event type of contract C6. */
+/** Every audit event type of contracts C6 and C9. */
 export const AUDIT_EVENT_TYPES = [
   'approval.created',
   'approval.approved',
@@ -14,6 +15,12 @@ export const AUDIT_EVENT_TYPES = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.secret_rotated',
+  'member.created',
+  'member.updated',
+  'member.removed',
+  'approval.vote_recorded',
+  'integration.updated',
+  'integration.removed',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
@@ -29,8 +36,11 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** Who caused an event: an API key, or a worker acting on its own schedule. */
-export type Actor = { type: 'api_key'; id: string } | { type: 'system'; id: string };
+/**
+ * Who caused an event: an API key, a member (whose email is shown as `decidedBy` but is not part
+ * of the audited actor), or a worker acting on its own schedule.
+ */
+export type Actor = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string } | { type: 'system'; id: string };
 
 /** The body POSTed to webhook endpoints (spec 2.6), fixed when the state change commits. */
 export interface WebhookEventBody {
@@ -44,13 +54,18 @@ export interface WebhookEventBody {
     action: string;
     payload: unknown;
     feedback: string | null;
+    agent: string | null;
+    policyKey: string;
+    payloadHash: string;
+    /** Who approved or rejected (contract C8); null for expiry, escalation and orphan events. */
+    decidedBy: { type: string; id: string; email?: string } | null;
     escalatedTo?: string;
   };
 }
 
 /**
  * An event to append to an organization's chain. `seq`, `prevHash` and `hash` are assigned by
- * the database while it holds the chain head, see `ag_append_audit_events` in the migrations.
+ * the database while it holds the chain head, see prisma/functions/ag_append_audit_events.sql.
  */
 export interface AuditEventDraft {
   type: AuditEventType;
@@ -63,6 +78,8 @@ export interface AuditEventDraft {
 
 /** The shape the append function receives: the canonical bytes are produced here, once. */
 export interface SerializedAuditEvent {
+  /** The id of the domain event it is published as; a webhook's event id. */
+  id: string;
   type: AuditEventType;
   actor: string;
   data: string;
@@ -85,6 +102,7 @@ export function canonicalJson(value: unknown): string {
 
 export function serializeAuditEvent(event: AuditEventDraft): SerializedAuditEvent {
   return {
+    id: event.webhook?.id ?? randomUUID(),
     type: event.type,
     actor: serializeActor(event.actor),
     data: canonicalJson(event.data),

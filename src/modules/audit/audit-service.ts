@@ -5,7 +5,8 @@ import { to as copyTo } from 'pg-copy-streams';
 import type { DataLayer } from '../../data/database.js';
 import { ConflictError, NotFoundError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
-import type { JobProducers } from '../../queues/job-producers.js';
+import { auditExportJob } from '../../jobs/audit-export.js';
+import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { AuditExportFiles } from './audit-export-files.js';
 import { AuditExportStore, type AuditExport } from './audit-export-store.js';
@@ -48,7 +49,7 @@ export class AuditService {
 
   constructor(
     private readonly data: Pick<DataLayer, 'sql'>,
-    private readonly deps: { jobs: JobProducers; logger: Logger },
+    private readonly deps: { jobs: JobQueues; logger: Logger },
     private readonly options: AuditOptions,
   ) {
     this.files = new AuditExportFiles(options.exportDir);
@@ -101,7 +102,7 @@ export class AuditService {
     const store = this.exports(tenant.orgId);
     const created = await store.create(serializeFilters(filters));
     try {
-      await this.deps.jobs.exportAudit(tenant.orgId, created.id);
+      await this.deps.jobs.add(auditExportJob, { orgId: tenant.orgId, exportId: created.id });
     } catch (error) {
       await store.fail(created.id);
       throw error;

@@ -21,6 +21,7 @@ export async function appendSyntheticAuditEvents(
       'synthetic-audit-events',
       `SELECT ag_append_audit_events($1::uuid, (
          SELECT jsonb_agg(jsonb_build_object(
+           'id', gen_random_uuid(),
            'type', (ARRAY['approval.created', 'approval.approved', 'approval.rejected'])[1 + i % 3],
            'actor', '{"type":"api_key","id":"00000000-0000-4000-8000-000000000000"}',
            'action', 'payments.refund.' || i % 50,

@@ -1,4 +1,4 @@
-import type { Plan } from '../../generated/prisma/client.js';
+import type { MemberRole, Plan } from '../../generated/prisma/client.js';
 import type { Actor } from '../audit/audit-events.js';
 
 export const SCOPES = [
@@ -10,17 +10,46 @@ export const SCOPES = [
   'webhooks:read',
   'policies:read',
   'policies:write',
+  'members:read',
+  'members:write',
+  'integrations:read',
+  'integrations:write',
+  'keys:read',
+  'keys:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export const PLANS = ['free', 'pro', 'enterprise'] as const satisfies readonly Plan[];
 export type { Plan };
 
+export const ROLES = ['admin', 'reviewer', 'viewer'] as const satisfies readonly MemberRole[];
+export type { MemberRole };
+
+const VIEWER_SCOPES = [
+  'approvals:read',
+  'audit:read',
+  'policies:read',
+  'webhooks:read',
+  'members:read',
+] as const satisfies readonly Scope[];
+
+/** What a signed-in member may do, as if holding an API key with these scopes (contract C9). */
+export const ROLE_SCOPES: Record<MemberRole, ReadonlySet<Scope>> = {
+  viewer: new Set(VIEWER_SCOPES),
+  reviewer: new Set([...VIEWER_SCOPES, 'approvals:decide']),
+  admin: new Set(SCOPES),
+};
+
+/** How the caller proved who it is: an API key, or a member's session cookie. */
+export type Principal =
+  | { type: 'api_key'; keyId: string }
+  | { type: 'session'; sessionId: string; memberId: string; email: string; role: MemberRole; csrfToken: string };
+
 /** The authenticated caller: the organization every query is scoped to, and who acts. */
 export interface Tenant {
   orgId: string;
   plan: Plan;
-  keyId: string;
   scopes: ReadonlySet<string>;
   actor: Actor;
+  principal: Principal;
 }

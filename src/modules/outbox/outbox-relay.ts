@@ -1,7 +1,7 @@
-import type { Logger } from '../../lib/logger.js';
-import type { JobProducers } from '../../queues/job-producers.js';
+import { eventsFor } from '../../consumers/consumer.js';
 import { withTimeout } from '../../lib/time.js';
-import type { ClaimedMessage, OutboxStore, PendingDelivery } from './outbox-store.js';
+import type { Services } from '../../services.js';
+import type { DomainEvent } from './domain-events.js';
 
 /** Redis that does not take a batch in this long is treated as down; the rows wait for the next poll. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
@@ -13,21 +13,24 @@ export interface RelayOptions {
 }
 
 /**
- * Moves committed webhook events from the Postgres outbox to the queues: one delivery job per
- * subscribed endpoint, and the admin email for orphans. A row is marked relayed only after its
- * jobs are in Redis, so a Redis outage delays webhooks but loses none; job ids are deterministic,
- * so relaying a row twice (after a crash) enqueues nothing twice.
+ * Moves committed domain events from the Postgres outbox to their consumers: each consumer
+ * subscribed to an event writes its durable work (its `plan`) and gets its jobs. A row is marked
+ * relayed only after those jobs are in Redis, so a Redis outage delays work but loses none; job
+ * ids are deterministic and plans idempotent, so relaying a row twice (after a crash) enqueues
+ * nothing twice.
  */
 export class OutboxRelay {
   private wake: (() => void) | null = null;
   private signalled = false;
 
   constructor(
-    private readonly store: OutboxStore,
-    private readonly jobs: JobProducers,
-    private readonly logger: Logger,
+    private readonly services: Services,
     private readonly options: RelayOptions,
   ) {}
+
+  private get store() {
+    return this.services.outbox;
+  }
 
   /** Relays one batch; returns how many outbox rows it handled. */
   async relayBatch(): Promise<number> {
@@ -35,8 +38,8 @@ export class OutboxRelay {
     if (messages.length === 0) return 0;
     const ids = messages.map((message) => message.id);
     try {
-      const deliveries = await this.store.fanOut(messages.map((message) => message.eventId));
-      await withTimeout(this.enqueue(messages, deliveries), ENQUEUE_TIMEOUT_MS, 'enqueueing relayed jobs');
+      const events = await this.store.load(messages.map((message) => message.eventId));
+      await withTimeout(this.handOver(events), ENQUEUE_TIMEOUT_MS, 'enqueueing relayed jobs');
     } catch (error) {
       // Leave the rows to the next poll instead of to the end of the lease.
       await this.store.release(ids);
@@ -46,20 +49,16 @@ export class OutboxRelay {
     return messages.length;
   }
 
-  private async enqueue(messages: ClaimedMessage[], deliveries: PendingDelivery[]): Promise<void> {
-    await Promise.all([
-      ...deliveries.map((delivery) => this.jobs.scheduleDelivery(delivery.id, delivery.attemptCount + 1, 0)),
-      ...messages
-        .filter((message) => message.eventType === 'approval.orphaned')
-        .map((message) =>
-          this.jobs.sendEmail({
-            kind: 'approval-orphaned',
-            orgId: message.orgId,
-            approvalId: message.approvalId,
-            eventId: message.eventId,
-          }),
-        ),
-    ]);
+  private async handOver(events: readonly DomainEvent[]): Promise<void> {
+    await Promise.all(
+      this.services.consumers.map(async (consumer) => {
+        const subscribed = eventsFor(consumer, events);
+        if (subscribed.length === 0) return;
+        const payloads = await consumer.plan(subscribed, this.services);
+        const { job } = consumer;
+        if (job) await Promise.all(payloads.map((payload) => this.services.jobs.add(job, payload)));
+      }),
+    );
   }
 
   /** Asks a running relay to look now instead of at its next poll. */
@@ -74,7 +73,7 @@ export class OutboxRelay {
       try {
         while (!stop.aborted && (await this.relayBatch()) === this.options.batchSize);
       } catch (error) {
-        this.logger.error({ err: error }, 'outbox relay failed; retrying at the next poll');
+        this.services.logger.error({ err: error }, 'outbox relay failed; retrying at the next poll');
       }
       await this.idle(stop);
     }

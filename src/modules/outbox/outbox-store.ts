@@ -1,21 +1,38 @@
-import type { Database } from '../../data/database.js';
+import type { Database, Sql } from '../../data/database.js';
+import type { Actor, AuditEventType } from '../audit/audit-events.js';
+import type { DomainEvent } from './domain-events.js';
 
 export interface ClaimedMessage {
   id: bigint;
-  orgId: string;
   eventId: string;
-  eventType: string;
-  approvalId: string;
 }
 
-export interface PendingDelivery {
+interface DomainEventRow {
   id: string;
-  attemptCount: number;
+  type: AuditEventType;
+  orgId: string;
+  seq: string | null;
+  actor: string | null;
+  createdAt: Date;
+  data: string | null;
+  body: { data?: Record<string, unknown> } | null;
 }
 
-/** Outbox rows on their way to the queues. */
+/** An outbox row with the audit event it points at, or its own body for an event outside the chain. */
+const SELECT_DOMAIN_EVENTS = `
+  SELECT o.event_id AS id, o.event_type AS type, o.org_id AS "orgId", o.audit_seq AS seq,
+         a.actor, COALESCE(a.created_at, o.created_at) AS "createdAt", a.data, o.body
+  FROM outbox_messages o
+  LEFT JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
+  WHERE o.event_id = ANY ($1::uuid[])
+  ORDER BY o.id`;
+
+/** Domain events on their way from the outbox to their consumers. */
 export class OutboxStore {
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    private readonly sql: Sql,
+  ) {}
 
   /**
    * Leases up to `limit` unrelayed rows, oldest first. SKIP LOCKED and the lease let any number
@@ -30,32 +47,24 @@ export class OutboxStore {
         ORDER BY id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED)
-      RETURNING id, org_id AS "orgId", event_id AS "eventId", event_type AS "eventType",
-                body->'data'->>'approvalId' AS "approvalId"`;
+      RETURNING id, event_id AS "eventId"`;
   }
 
-  /**
-   * Creates one delivery per (event, subscribed enabled endpoint) and returns every delivery of
-   * these events still waiting for its first attempt, including those a failed relay made before.
-   */
-  fanOut(eventIds: string[]): Promise<PendingDelivery[]> {
-    return this.db.$queryRaw<PendingDelivery[]>`
-      WITH created AS (
-        INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, next_attempt_at)
-        SELECT gen_random_uuid(), o.org_id, e.id, o.event_id, o.event_type, clock_timestamp()
-        FROM outbox_messages o
-        JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.enabled AND o.event_type = ANY (e.events)
-        WHERE o.event_id = ANY (${eventIds}::uuid[])
-        ON CONFLICT (event_id, endpoint_id) DO NOTHING
-        RETURNING id, attempt_count
-      )
-      SELECT id, attempt_count AS "attemptCount" FROM created
-      UNION ALL
-      SELECT id, attempt_count FROM webhook_deliveries
-      WHERE event_id = ANY (${eventIds}::uuid[]) AND status = 'pending' AND attempt_count = 0`;
+  /** The domain events of these ids, in outbox order; unknown ids are left out. */
+  async load(eventIds: readonly string[]): Promise<DomainEvent[]> {
+    const rows = await this.sql.query<DomainEventRow>('domain-events', SELECT_DOMAIN_EVENTS, [eventIds]);
+    return rows.map((row) => ({
+      id: row.id,
+      type: row.type,
+      orgId: row.orgId,
+      seq: row.seq === null ? null : Number(row.seq),
+      actor: row.actor === null ? null : (JSON.parse(row.actor) as Actor),
+      createdAt: row.createdAt,
+      data: row.data === null ? (row.body?.data ?? {}) : (JSON.parse(row.data) as Record<string, unknown>),
+    }));
   }
 
-  /** Gives claimed rows back at once, when handing them to the queues failed. */
+  /** Gives claimed rows back at once, when handing them to the consumers failed. */
   async release(ids: bigint[]): Promise<void> {
     await this.db.$executeRaw`UPDATE outbox_messages SET claimed_until = NULL WHERE id = ANY (${ids}::bigint[])`;
   }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, Sql } from '../../data/database.js';
 import type { Policy } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
@@ -6,6 +7,22 @@ import { appendAuditEvents } from '../audit/audit-store.js';
 import type { PolicyDocument } from './policy-schemas.js';
 
 export type { Policy };
+
+/** Every column of `policies`; see ColumnMap for why a new one cannot be left out. */
+export const POLICY_COLUMNS = {
+  orgId: 'org_id',
+  key: 'key',
+  rules: 'rules',
+  defaultOutcome: 'default_outcome',
+  timeoutSeconds: 'timeout_seconds',
+  onTimeout: 'on_timeout',
+  escalateTo: 'escalate_to',
+  revision: 'revision',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+} as const satisfies ColumnMap<Policy>;
+
+const SELECT_POLICY = `SELECT ${selectList(POLICY_COLUMNS)} FROM policies`;
 
 /** Policies of one organization; every query is scoped to the id given at construction. */
 export class PolicyStore {
@@ -17,13 +34,7 @@ export class PolicyStore {
 
   /** Read by every approval creation, hence a prepared statement rather than a Prisma query. */
   async find(key: string): Promise<Policy | null> {
-    const [row] = await this.sql.query<Policy>(
-      'policy-by-key',
-      `SELECT org_id AS "orgId", key, rules, default_outcome AS "defaultOutcome", timeout_seconds AS "timeoutSeconds",
-              on_timeout AS "onTimeout", escalate_to AS "escalateTo", revision, created_at AS "createdAt", updated_at AS "updatedAt"
-       FROM policies WHERE org_id = $1 AND key = $2`,
-      [this.orgId, key],
-    );
+    const [row] = await this.sql.query<Policy>('policy-by-key', `${SELECT_POLICY} WHERE org_id = $1 AND key = $2`, [this.orgId, key]);
     return row ?? null;
   }
 

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../lib/logger.js';
-import type { JobProducers } from '../../queues/job-producers.js';
+import { webhookDeliveryJob } from '../../consumers/webhooks/webhook-delivery.js';
+import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Actor } from '../audit/audit-events.js';
 import { FAILING_ENDPOINT_DISABLE_AFTER_MS, nextAttemptDelay } from './delivery-schedule.js';
-import type { AttemptResolution, AttemptTarget, DeliveryStore } from './delivery-store.js';
+import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery } from './delivery-store.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { sendWebhook, type AttemptResult } from './webhook-sender.js';
 import { signDelivery } from './webhook-signing.js';
@@ -13,6 +14,8 @@ export type AttemptOutcome = 'skipped' | 'busy' | AttemptResolution['kind'];
 export interface DeliveryOptions {
   allowPrivate: boolean;
   backoffScale: number;
+  /** How overdue a next attempt must be before the sweeper assumes its job was lost. */
+  stalledGraceMs: number;
   timeoutMs?: number;
 }
 
@@ -20,18 +23,23 @@ const actor: Actor = { type: 'system', id: 'webhook-delivery' };
 
 const SLOT_RETRY_PAUSES_MS = [5, 10, 20, 40];
 
-/** How long a delivery may be overdue before the sweeper assumes its job was lost. */
-const STALLED_GRACE_MS = 60_000;
-
 /** Delivers webhooks one attempt at a time, with the retry schedule of contract C5. */
 export class DeliveryService {
   constructor(
     private readonly store: DeliveryStore,
     private readonly slots: EndpointSlots,
-    private readonly jobs: JobProducers,
+    private readonly jobs: JobQueues,
     private readonly logger: Logger,
     private readonly options: DeliveryOptions,
   ) {}
+
+  /**
+   * Creates one delivery per (event, subscribed enabled endpoint) and returns every delivery of
+   * these events still waiting for its first attempt, including those an interrupted relay made.
+   */
+  fanOut(eventIds: readonly string[]): Promise<PendingDelivery[]> {
+    return this.store.fanOut(eventIds);
+  }
 
   /**
    * Makes attempt number `attempt` of a delivery. A stale or repeated job (the delivery moved on,
@@ -105,28 +113,32 @@ export class DeliveryService {
     return delay === null ? { kind: 'failed' } : { kind: 'retry', nextAttemptAt: new Date(now.getTime() + result.durationMs + delay) };
   }
 
-  /** Queue work that follows a committed attempt; if Redis refuses, the sweepers pick it up from the rows. */
+  /**
+   * Schedules the next attempt after a committed failure; if Redis refuses, the sweeper finds it
+   * from the row. (Disabling an endpoint is an audit event, which the admins' mail consumes.)
+   */
   private async afterAttempt(target: AttemptTarget, attempt: number, resolution: AttemptResolution): Promise<void> {
+    if (resolution.kind !== 'retry') return;
     try {
-      if (resolution.kind === 'retry') {
-        await this.jobs.scheduleDelivery(target.deliveryId, attempt + 1, resolution.nextAttemptAt.getTime() - Date.now());
-      } else if (resolution.kind === 'endpoint-disabled') {
-        await this.jobs.sendEmail({
-          kind: 'endpoint-disabled',
-          orgId: target.orgId,
-          endpointId: target.endpoint.id,
-          reason: resolution.reason,
-        });
-      }
+      const delayMs = resolution.nextAttemptAt.getTime() - Date.now();
+      await this.jobs.add(webhookDeliveryJob, { deliveryId: target.deliveryId, attempt: attempt + 1 }, delayMs);
     } catch (error) {
-      this.logger.warn({ err: error, deliveryId: target.deliveryId }, 'could not queue follow-up of a delivery attempt; the sweeper will');
+      this.logger.warn(
+        { err: error, deliveryId: target.deliveryId },
+        'could not schedule the next attempt of a delivery; the sweeper will',
+      );
     }
+  }
+
+  /** Runs the next attempt of a delivery now, also when it waits as a delayed retry (redelivery). */
+  deliverNow(deliveryId: string, attempt: number): Promise<void> {
+    return this.jobs.runNow(webhookDeliveryJob, { deliveryId, attempt });
   }
 
   /** The sweeper's half: re-enqueues deliveries whose next attempt is overdue (job lost with Redis). */
   async resumeStalled(limit = 500): Promise<number> {
-    const stalled = await this.store.findStalled(STALLED_GRACE_MS, limit);
-    await Promise.all(stalled.map((delivery) => this.jobs.deliverNow(delivery.id, delivery.attemptCount + 1)));
+    const stalled = await this.store.findStalled(this.options.stalledGraceMs, limit);
+    await Promise.all(stalled.map((delivery) => this.deliverNow(delivery.id, delivery.attemptCount + 1)));
     return stalled.length;
   }
 }

@@ -30,6 +30,11 @@ export interface AttemptRecord {
   responseBody: string | null;
 }
 
+export interface PendingDelivery {
+  id: string;
+  attemptCount: number;
+}
+
 /** How an attempt leaves the delivery and its endpoint. */
 export type AttemptResolution =
   { kind: 'succeeded' } | { kind: 'retry'; nextAttemptAt: Date } | { kind: 'failed' } | { kind: 'endpoint-disabled'; reason: string };
@@ -54,6 +59,26 @@ export class DeliveryStore {
     private readonly db: Database,
     private readonly sql: Sql,
   ) {}
+
+  /** See DeliveryService.fanOut. */
+  fanOut(eventIds: readonly string[]): Promise<PendingDelivery[]> {
+    return this.sql.query<PendingDelivery>(
+      'delivery-fan-out',
+      `WITH created AS (
+         INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, next_attempt_at)
+         SELECT gen_random_uuid(), o.org_id, e.id, o.event_id, o.event_type, clock_timestamp()
+         FROM outbox_messages o
+         JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.enabled AND o.event_type = ANY (e.events)
+         WHERE o.event_id = ANY ($1::uuid[])
+         ON CONFLICT (event_id, endpoint_id) DO NOTHING
+         RETURNING id, attempt_count)
+       SELECT id, attempt_count AS "attemptCount" FROM created
+       UNION ALL
+       SELECT id, attempt_count FROM webhook_deliveries
+       WHERE event_id = ANY ($1::uuid[]) AND status = 'pending' AND attempt_count = 0`,
+      [eventIds],
+    );
+  }
 
   /** One prepared statement: this runs before every attempt. */
   async loadTarget(deliveryId: string): Promise<AttemptTarget | null> {

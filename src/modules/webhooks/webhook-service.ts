@@ -3,9 +3,10 @@ import type { Database } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
-import { ENQUEUE_HINT_TIMEOUT_MS, type JobProducers } from '../../queues/job-producers.js';
+import { ENQUEUE_HINT_TIMEOUT_MS } from '../../jobs/job-queues.js';
 import type { AuditEventDraft, AuditEventType, WebhookEventType } from '../audit/audit-events.js';
 import type { Tenant } from '../orgs/tenant.js';
+import type { DeliveryService } from './delivery-service.js';
 import type {
   WebhookCreateInput,
   WebhookDeliveryView,
@@ -21,7 +22,7 @@ import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError } from './we
 const PREVIOUS_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
 
 export interface WebhookAfterCommit {
-  jobs: JobProducers;
+  deliveries: Pick<DeliveryService, 'deliverNow'>;
   logger: Logger;
 }
 
@@ -102,8 +103,8 @@ export class WebhookService {
 
     const now = new Date();
     await store.redeliver(deliveryId, now);
-    const { jobs, logger } = this.afterCommit;
-    await withTimeout(jobs.deliverNow(deliveryId, delivery.attemptCount + 1), ENQUEUE_HINT_TIMEOUT_MS, 'scheduling redelivery').catch(
+    const { deliveries, logger } = this.afterCommit;
+    await withTimeout(deliveries.deliverNow(deliveryId, delivery.attemptCount + 1), ENQUEUE_HINT_TIMEOUT_MS, 'scheduling redelivery').catch(
       (error: unknown) => {
         logger.warn({ err: error, deliveryId }, 'could not schedule redelivery; the sweeper will send it');
       },

@@ -1,0 +1,42 @@
+-- Appends events to an organization's chain and publishes each as a domain event in the outbox,
+-- in the caller's transaction. The head row lock serializes appends of one organization and
+-- leaves the others alone; seq has no gaps because a rolled-back caller rolls back its head
+-- update too. The outbox row points at its audit event (org_id, audit_seq) rather than copying
+-- it; events that are also webhooks carry their webhook body, fixed now, byte for byte what every
+-- delivery attempt sends.
+CREATE OR REPLACE FUNCTION ag_append_audit_events(p_org uuid, p_events jsonb)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_seq bigint;
+  v_hash text;
+  v_next_hash text;
+  v_event jsonb;
+  v_created_at timestamptz;
+BEGIN
+  SELECT seq, hash INTO v_seq, v_hash FROM audit_chain_heads WHERE org_id = p_org FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'organization % has no audit chain head', p_org;
+  END IF;
+
+  FOR v_event IN SELECT value FROM jsonb_array_elements(p_events) LOOP
+    v_seq := v_seq + 1;
+    v_created_at := (v_event->>'createdAt')::timestamptz;
+    v_next_hash := ag_audit_hash(v_hash, ag_audit_canonical(
+      v_seq, v_event->>'type', v_event->>'actor', v_event->>'data', v_created_at));
+
+    INSERT INTO audit_events (org_id, seq, type, actor, data, action, agent, created_at, prev_hash, hash)
+    VALUES (p_org, v_seq, v_event->>'type', v_event->>'actor', v_event->>'data',
+            v_event->>'action', v_event->>'agent', v_created_at, v_hash, v_next_hash);
+
+    INSERT INTO outbox_messages (org_id, event_id, event_type, audit_seq, body)
+    VALUES (p_org, (v_event->>'id')::uuid, v_event->>'type', v_seq, v_event->'webhook');
+
+    v_hash := v_next_hash;
+  END LOOP;
+
+  UPDATE audit_chain_heads SET seq = v_seq, hash = v_hash WHERE org_id = p_org;
+  RETURN v_seq;
+END
+$$;

@@ -1,0 +1,43 @@
+-- Inserts an approval with its audit events (and so their outbox rows) in one statement.
+-- Creation states the policy revision its verdict rests on (NULL: it found no policy) and inserts
+-- only if that is still what the policies table holds, so a process may evaluate against a policy
+-- it read earlier and a policy change can never be missed. Returns 'created', 'duplicate' (the
+-- (org_id, idempotency_key) unique index decided an idempotency race) or 'stale_policy' (read the
+-- policy again and re-evaluate). With p_monthly_limit set (free plan), the month's counter is
+-- raised in the same transaction and SQLSTATE AG402 aborts the whole insert at the limit.
+CREATE OR REPLACE FUNCTION ag_create_approval(p_approval jsonb, p_events jsonb, p_monthly_limit integer, p_month text, p_policy_revision uuid)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_id uuid;
+  v_org uuid := (p_approval->>'org_id')::uuid;
+BEGIN
+  IF (SELECT revision FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key')
+     IS DISTINCT FROM p_policy_revision THEN
+    RETURN 'stale_policy';
+  END IF;
+
+  INSERT INTO approvals
+  SELECT * FROM jsonb_populate_record(NULL::approvals, p_approval)
+  ON CONFLICT (org_id, idempotency_key) DO NOTHING
+  RETURNING id INTO v_id;
+
+  IF v_id IS NULL THEN
+    RETURN 'duplicate';
+  END IF;
+
+  IF p_monthly_limit IS NOT NULL THEN
+    INSERT INTO monthly_usage (org_id, month, approvals) VALUES (v_org, p_month, 0)
+    ON CONFLICT (org_id, month) DO NOTHING;
+    UPDATE monthly_usage SET approvals = approvals + 1
+    WHERE org_id = v_org AND month = p_month AND approvals < p_monthly_limit;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'monthly approval limit of % reached', p_monthly_limit USING ERRCODE = 'AG402';
+    END IF;
+  END IF;
+
+  PERFORM ag_append_audit_events(v_org, p_events);
+  RETURN 'created';
+END
+$$;

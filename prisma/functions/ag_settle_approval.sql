@@ -1,0 +1,38 @@
+-- Moves a pending approval to a terminal state with its audit events. Returns false, changing
+-- nothing, when the approval is no longer pending or not on the required side of its deadline:
+-- a decision needs 'before' (expires_at still ahead), a timeout needs 'reached'. The two
+-- conditions exclude each other, so a decision racing the expiry has exactly one winner, and
+-- the conditional update decides races between deciders.
+CREATE OR REPLACE FUNCTION ag_settle_approval(p_org uuid, p_id uuid, p_changes jsonb, p_events jsonb, p_deadline text)
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+BEGIN
+  IF p_deadline NOT IN ('before', 'reached') THEN
+    RAISE EXCEPTION 'p_deadline must be before or reached, not %', p_deadline;
+  END IF;
+
+  UPDATE approvals SET
+    status       = (p_changes->>'status')::"ApprovalStatus",
+    verdict      = p_changes->>'verdict',
+    feedback     = p_changes->>'feedback',
+    payload      = COALESCE(p_changes->'payload', payload),
+    payload_hash = COALESCE(p_changes->>'payloadHash', payload_hash),
+    decided_at   = (p_changes->>'decidedAt')::timestamptz,
+    decided_by   = NULLIF(p_changes->'decidedBy', 'null'::jsonb),
+    escalated_to = (p_changes->>'escalatedTo')::uuid,
+    expires_at   = NULL
+  WHERE org_id = p_org AND id = p_id AND status = 'pending'
+    AND CASE p_deadline
+          WHEN 'before' THEN expires_at > clock_timestamp()
+          ELSE expires_at <= clock_timestamp()
+        END;
+
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+
+  PERFORM ag_append_audit_events(p_org, p_events);
+  RETURN true;
+END
+$$;

@@ -1,0 +1,72 @@
+import type { MemberService } from '../../modules/members/member-service.js';
+import {
+  memberCreatedSchema,
+  memberCreateSchema,
+  memberIdParamsSchema,
+  memberListSchema,
+  memberSelfUpdateSchema,
+  memberUpdateSchema,
+  memberViewSchema,
+} from '../../modules/members/member-schemas.js';
+import { defineRoute } from '../route.js';
+import { problemResponses } from './problem-responses.js';
+
+export function memberRoutes(members: MemberService) {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/members',
+      summary: "List the organization's members",
+      scope: 'members:read',
+      responses: { 200: { description: 'Every member.', schema: memberListSchema }, ...problemResponses(401, 403) },
+      handler: async ({ tenant }) => ({ status: 200, body: { members: await members.list(tenant) } }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/members',
+      summary: 'Invite a member; the invite is also emailed',
+      scope: 'members:write',
+      body: memberCreateSchema,
+      responses: {
+        201: { description: 'The member and its invite URL (single-use, valid 7 days).', schema: memberCreatedSchema },
+        ...problemResponses(401, 403, 409, 422),
+      },
+      handler: async ({ tenant, body }) => ({ status: 201, body: await members.create(tenant, body) }),
+    }),
+    // Before /v1/members/:id, so that `me` is not taken for an id.
+    defineRoute({
+      method: 'patch',
+      path: '/v1/members/me',
+      summary: 'Change your own settings (email notifications)',
+      auth: 'session',
+      body: memberSelfUpdateSchema,
+      responses: { 200: { description: 'You, changed.', schema: memberViewSchema }, ...problemResponses(401, 403, 422) },
+      handler: async ({ tenant, body }) => ({ status: 200, body: await members.updateSelf(tenant, body) }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/v1/members/:id',
+      summary: "Change a member's role or name, or link their Slack identity",
+      scope: 'members:write',
+      params: memberIdParamsSchema,
+      body: memberUpdateSchema,
+      responses: {
+        200: { description: 'The member, changed.', schema: memberViewSchema },
+        ...problemResponses(401, 403, 404, 409, 422),
+      },
+      handler: async ({ tenant, params, body }) => ({ status: 200, body: await members.update(tenant, params.id, body) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/members/:id',
+      summary: 'Remove a member; their sessions end at once',
+      scope: 'members:write',
+      params: memberIdParamsSchema,
+      responses: { 204: { description: 'Removed.' }, ...problemResponses(401, 403, 404, 409) },
+      handler: async ({ tenant, params }) => {
+        await members.remove(tenant, params.id);
+        return { status: 204 };
+      },
+    }),
+  ];
+}

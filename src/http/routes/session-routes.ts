@@ -1,0 +1,57 @@
+import type { MemberService, SignedIn } from '../../modules/members/member-service.js';
+import { inviteAcceptSchema, sessionViewSchema, signInSchema } from '../../modules/members/member-schemas.js';
+import { defineRoute, type Reply } from '../route.js';
+import { problemResponses } from './problem-responses.js';
+
+/** The session's view for the API, and its cookie for the browser. */
+function signedIn({ sessionToken, expiresAt, ...view }: SignedIn): Reply {
+  return { status: 200, body: view, session: { token: sessionToken, expiresAt } };
+}
+
+export function sessionRoutes(members: MemberService) {
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/session',
+      summary: 'Sign in to the console with email and password',
+      auth: 'public',
+      body: signInSchema,
+      responses: {
+        200: { description: 'Signed in: the session cookie is set.', schema: sessionViewSchema },
+        ...problemResponses(401, 422, 429),
+      },
+      handler: async ({ body }) => signedIn(await members.signIn(body)),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/session',
+      summary: 'The signed-in member and the CSRF token of the session',
+      auth: 'session',
+      responses: { 200: { description: 'The session.', schema: sessionViewSchema }, ...problemResponses(401) },
+      handler: async ({ tenant }) => ({ status: 200, body: await members.sessionView(tenant) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/session',
+      summary: 'Sign out: the session ends on the server',
+      auth: 'session',
+      responses: { 204: { description: 'Signed out.' }, ...problemResponses(401, 403) },
+      handler: async ({ tenant }) => {
+        await members.signOut(tenant);
+        return { status: 204, session: 'clear' };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/invites/accept',
+      summary: 'Accept an invite: set a password and sign in',
+      auth: 'public',
+      body: inviteAcceptSchema,
+      responses: {
+        200: { description: 'Signed in: the session cookie is set.', schema: sessionViewSchema },
+        ...problemResponses(410, 422),
+      },
+      handler: async ({ body }) => signedIn(await members.acceptInvite(body)),
+    }),
+  ];
+}

@@ -1,0 +1,29 @@
+import { DelayedError } from 'bullmq';
+import { z } from 'zod';
+import type { Actor } from '../modules/audit/audit-events.js';
+import { defineJob } from './job.js';
+
+const actor: Actor = { type: 'system', id: 'expiry-worker' };
+
+/**
+ * Settles a pending approval at its deadline: expired, or escalated with its successor. A delayed
+ * job per approval (`expire-<id>`, so scheduling twice makes one), backed by the sweep of the
+ * maintenance queue for jobs Redis lost.
+ */
+export const approvalExpiryJob = defineJob<{ orgId: string; approvalId: string }>({
+  queue: 'approval-expiry',
+  payload: z.object({ orgId: z.uuid(), approvalId: z.uuid() }),
+  options: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, concurrency: (config) => config.EXPIRY_CONCURRENCY },
+  jobId: ({ approvalId }) => `expire-${approvalId}`,
+  processor:
+    ({ approvals }) =>
+    async ({ orgId, approvalId }, job, token) => {
+      const outcome = await approvals.timeOut(orgId, approvalId, actor);
+      if (outcome.kind === 'not_due') {
+        // Early by clock differences between Redis, this process and the database: wait for it.
+        await job.moveToDelayed(outcome.dueAt.getTime(), token);
+        throw new DelayedError();
+      }
+      return outcome;
+    },
+});

@@ -1,0 +1,86 @@
+import { Queue, type ConnectionOptions } from 'bullmq';
+import { Batcher } from '../lib/batcher.js';
+import type { Logger } from '../lib/logger.js';
+import type { JobDefinition } from './job.js';
+
+/**
+ * How long a request waits on Redis to enqueue work that a sweeper would also find in Postgres:
+ * past it the request answers anyway, and the work starts late instead of never.
+ */
+export const ENQUEUE_HINT_TIMEOUT_MS = 250;
+
+/** Completed jobs are kept a while for Bull Board, failed ones longer for inspection. */
+export const retention = {
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+} as const;
+
+interface Enqueued {
+  payload: unknown;
+  delayMs: number;
+}
+
+/**
+ * The producer side of every queue in the registry, shared by the API and the workers. Jobs added
+ * in one turn of the event loop go to Redis in one `addBulk` per queue, so a burst of requests
+ * shares round trips.
+ */
+export class JobQueues {
+  private readonly queues = new Map<string, { queue: Queue; batch: Batcher<Enqueued> }>();
+
+  constructor(
+    connection: ConnectionOptions,
+    prefix: string,
+    logger: Logger,
+    readonly definitions: readonly JobDefinition<any>[],
+  ) {
+    for (const definition of definitions) {
+      const queue = new Queue(definition.queue, { connection, prefix, defaultJobOptions: retention });
+      queue.on('error', (error) => logger.warn({ err: error, queue: queue.name }, 'queue error'));
+      const batch = new Batcher<Enqueued>(async (items) => {
+        await queue.addBulk(
+          items.map(({ payload, delayMs }) => ({ name: definition.queue, data: payload, opts: jobOptions(definition, payload, delayMs) })),
+        );
+      });
+      this.queues.set(definition.queue, { queue, batch });
+    }
+  }
+
+  /** The BullMQ queue of a definition: for Bull Board and for tests that look inside. */
+  queue(definition: Pick<JobDefinition<any>, 'queue'>): Queue {
+    const entry = this.queues.get(definition.queue);
+    if (!entry) throw new Error(`queue ${definition.queue} is not in the job registry`);
+    return entry.queue;
+  }
+
+  all(): Queue[] {
+    return [...this.queues.values()].map((entry) => entry.queue);
+  }
+
+  /** Enqueues a job, validated against its definition's schema, to run now or after `delayMs`. */
+  async add<Payload>(definition: JobDefinition<Payload>, payload: Payload, delayMs = 0): Promise<void> {
+    const entry = this.queues.get(definition.queue);
+    if (!entry) throw new Error(`queue ${definition.queue} is not in the job registry`);
+    await entry.batch.add({ payload: definition.payload.parse(payload), delayMs: Math.max(0, delayMs) });
+  }
+
+  /**
+   * Runs the job now, also when it already waits as a delayed job under the same id (adding alone
+   * would change nothing): for redelivery and for sweepers.
+   */
+  async runNow<Payload>(definition: JobDefinition<Payload>, payload: Payload): Promise<void> {
+    await this.add(definition, payload);
+    if (!definition.jobId) return;
+    const job = await this.queue(definition).getJob(definition.jobId(payload));
+    if (job && (await job.isDelayed())) await job.promote();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all().map((queue) => queue.close()));
+  }
+}
+
+function jobOptions<Payload>(definition: JobDefinition<Payload>, payload: Payload, delayMs: number) {
+  const { attempts, backoff } = definition.options;
+  return { attempts, backoff, delay: delayMs, ...(definition.jobId ? { jobId: definition.jobId(payload) } : {}) };
+}

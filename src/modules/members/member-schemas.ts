@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { storableString } from '../../lib/json-input.js';
+import { ROLES } from '../orgs/tenant.js';
+import { MIN_PASSWORD_LENGTH } from './passwords.js';
+
+export const memberViewSchema = z
+  .object({
+    id: z.uuid(),
+    email: z.string(),
+    name: z.string().nullable(),
+    role: z.enum(ROLES),
+    createdAt: z.iso.datetime(),
+    lastSignInAt: z.iso.datetime().nullable(),
+    slackLinked: z.boolean(),
+    emailNotifications: z.boolean(),
+  })
+  .meta({ id: 'Member' });
+export type MemberView = z.output<typeof memberViewSchema>;
+
+const email = z.email().max(320);
+const name = storableString('name').trim().min(1).max(200);
+const password = z.string().min(MIN_PASSWORD_LENGTH, `password must be at least ${MIN_PASSWORD_LENGTH} characters`).max(1024);
+
+export const memberCreateSchema = z.strictObject({ email, role: z.enum(ROLES), name: name.optional() }).meta({ id: 'MemberCreateInput' });
+export type MemberCreateInput = z.output<typeof memberCreateSchema>;
+
+export const slackIdentitySchema = z.strictObject({
+  teamId: storableString('teamId').min(1).max(64),
+  userId: storableString('userId').min(1).max(64),
+});
+
+export const memberUpdateSchema = z
+  .strictObject({
+    role: z.enum(ROLES).optional(),
+    name: name.nullable().optional(),
+    slack: slackIdentitySchema.nullable().optional().meta({ description: 'Links a Slack identity to the member, or clears it (null).' }),
+  })
+  .meta({ id: 'MemberUpdateInput' });
+export type MemberUpdateInput = z.output<typeof memberUpdateSchema>;
+
+export const memberSelfUpdateSchema = z.strictObject({ emailNotifications: z.boolean() }).meta({ id: 'MemberSelfUpdateInput' });
+
+export const memberCreatedSchema = z.object({ member: memberViewSchema, inviteUrl: z.url() }).meta({ id: 'MemberCreated' });
+export const memberListSchema = z.object({ members: z.array(memberViewSchema) }).meta({ id: 'MemberList' });
+export const memberIdParamsSchema = z.object({ id: z.uuid() });
+
+export const signInSchema = z
+  .strictObject({
+    email: storableString('email').min(1).max(320),
+    password: z.string().min(1).max(1024),
+    orgId: z.uuid().optional().meta({ description: 'Required when the email and password match members of several organizations.' }),
+  })
+  .meta({ id: 'SignInInput' });
+export type SignInInput = z.output<typeof signInSchema>;
+
+export const inviteAcceptSchema = z
+  .strictObject({ token: storableString('token').min(1).max(200), password, name: name.optional() })
+  .meta({ id: 'InviteAcceptInput' });
+export type InviteAcceptInput = z.output<typeof inviteAcceptSchema>;
+
+export const sessionViewSchema = z
+  .object({
+    member: memberViewSchema,
+    csrfToken: z.string().meta({ description: 'Send as x-csrf-token on every write with this session.' }),
+  })
+  .meta({ id: 'Session' });
+export type SessionView = z.output<typeof sessionViewSchema>;

@@ -1,0 +1,255 @@
+import { randomBytes } from 'node:crypto';
+import type { DataLayer } from '../../data/database.js';
+import { ConflictError, GoneError, NotFoundError, RateLimitedError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
+import { isUuid } from '../../lib/ids.js';
+import { digestToken, newSecretToken } from '../../lib/secret-tokens.js';
+import type { Actor, AuditEventDraft, AuditEventType } from '../audit/audit-events.js';
+import type { OutboxSignal } from '../outbox/outbox-signal.js';
+import { ROLE_SCOPES, type Tenant } from '../orgs/tenant.js';
+import type { InviteAcceptInput, MemberCreateInput, MemberUpdateInput, MemberView, SessionView, SignInInput } from './member-schemas.js';
+import { MemberStore, type AdminGuarded, type Member, type MemberChanges, type NewSession } from './member-store.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+
+const HOUR_MS = 3_600_000;
+
+/** Contract C9: invites last 7 days; sessions end after 12 idle hours and 7 days at most. */
+export const INVITE_TTL_MS = 7 * 24 * HOUR_MS;
+export const SESSION_IDLE_MS = 12 * HOUR_MS;
+export const SESSION_MAX_MS = 7 * 24 * HOUR_MS;
+/** Ten failed sign-ins for one email within fifteen minutes close it until the window passes. */
+export const SIGN_IN_FAILURE_LIMIT = 10;
+export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+/** Last use is written at most this often, not on every request. */
+const SESSION_TOUCH_INTERVAL_MS = 60_000;
+
+export interface MemberOptions {
+  /** Where links point (PUBLIC_URL): the invite URL is `<publicUrl>/console/invite/<token>`. */
+  publicUrl: string;
+}
+
+/** A new session: the cookie value (shown to the browser only) and what the API answers. */
+export interface SignedIn extends SessionView {
+  sessionToken: string;
+  expiresAt: Date;
+}
+
+/** Members of an organization, their invites and sessions (contract C9). */
+export class MemberService {
+  private readonly store: MemberStore;
+
+  constructor(
+    data: Pick<DataLayer, 'db' | 'sql'>,
+    private readonly afterCommit: { outboxSignal: Pick<OutboxSignal, 'notify'> },
+    private readonly options: MemberOptions,
+  ) {
+    this.store = new MemberStore(data.db, data.sql);
+  }
+
+  async list(tenant: Tenant): Promise<MemberView[]> {
+    return (await this.store.list(tenant.orgId)).map(toMemberView);
+  }
+
+  async get(orgId: string, id: string): Promise<MemberView> {
+    return toMemberView(await this.require(orgId, id));
+  }
+
+  /** Creates a member and its invite; the invite mail follows from the member.created event. */
+  async create(tenant: Pick<Tenant, 'orgId' | 'actor'>, input: MemberCreateInput): Promise<{ member: MemberView; inviteUrl: string }> {
+    const token = newSecretToken();
+    const member = await this.store.create(
+      { orgId: tenant.orgId, email: input.email, emailKey: emailKey(input.email), name: input.name ?? null, role: input.role },
+      { tokenHash: digestToken(token), expiresAt: new Date(Date.now() + INVITE_TTL_MS) },
+      (created) => memberEvent('member.created', tenant.actor, created, { role: created.role }),
+    );
+    if (!member) throw new ConflictError(`A member with the email '${input.email}' already exists in this organization.`);
+    await this.afterCommit.outboxSignal.notify();
+    return { member: toMemberView(member), inviteUrl: this.inviteUrl(token) };
+  }
+
+  async update(tenant: Tenant, id: string, patch: MemberUpdateInput): Promise<MemberView> {
+    const changes: MemberChanges = {
+      ...(patch.role !== undefined ? { role: patch.role } : {}),
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.slack !== undefined ? { slackTeamId: patch.slack?.teamId ?? null, slackUserId: patch.slack?.userId ?? null } : {}),
+    };
+    const outcome = await this.store.update(tenant.orgId, id, changes, (before) =>
+      memberEvent('member.updated', tenant.actor, before, {
+        ...(patch.role !== undefined ? { role: patch.role, previousRole: before.role } : {}),
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.slack !== undefined ? { slackLinked: patch.slack !== null } : {}),
+      }),
+    );
+    const member = this.settled(outcome, id, 'demote');
+    await this.afterCommit.outboxSignal.notify();
+    return toMemberView(member);
+  }
+
+  /** Removes a member; every session of it ends with it. */
+  async remove(tenant: Tenant, id: string): Promise<void> {
+    const outcome = await this.store.remove(tenant.orgId, id, (member) =>
+      memberEvent('member.removed', tenant.actor, member, { role: member.role }),
+    );
+    this.settled(outcome, id, 'remove');
+    await this.afterCommit.outboxSignal.notify();
+  }
+
+  /** A member's own settings, through their session. */
+  async updateSelf(tenant: Tenant, changes: { emailNotifications: boolean }): Promise<MemberView> {
+    return toMemberView(await this.store.updateSelf(memberIdOf(tenant), changes));
+  }
+
+  /**
+   * A fresh invite for the mail that announces a member (at least once: a retried mail replaces
+   * the token it sent before, so one mail's link works at a time). Null when the member is gone.
+   */
+  async inviteForMail(orgId: string, memberId: string, eventId: string): Promise<{ member: Member; inviteUrl: string } | null> {
+    const member = await this.store.find(orgId, memberId);
+    if (!member) return null;
+    const token = newSecretToken();
+    await this.store.addInvite(member.id, {
+      tokenHash: digestToken(token),
+      expiresAt: new Date(Date.now() + INVITE_TTL_MS),
+      sentForEvent: eventId,
+    });
+    return { member, inviteUrl: this.inviteUrl(token) };
+  }
+
+  async acceptInvite(input: InviteAcceptInput): Promise<SignedIn> {
+    const now = new Date();
+    const session = newSession(now);
+    const member = await this.store.acceptInvite(
+      digestToken(input.token),
+      now,
+      { passwordHash: await hashPassword(input.password), ...(input.name ? { name: input.name } : {}) },
+      session.record,
+    );
+    if (!member) throw new GoneError('This invite is unknown, used or expired. Ask an admin of your organization for a new one.');
+    return session.signedIn(member);
+  }
+
+  /**
+   * Signs in by email and password. An unknown email and a wrong password cost the same scrypt
+   * work and get the same 401; ten failures for one email in fifteen minutes lock it (429) until
+   * the oldest of them leaves the window, whatever the password.
+   */
+  async signIn(input: SignInInput): Promise<SignedIn> {
+    const key = emailKey(input.email);
+    const failures = await this.store.recentFailures(key, SIGN_IN_WINDOW_MS);
+    if (failures.length >= SIGN_IN_FAILURE_LIMIT) {
+      const reopensAt = failures[failures.length - SIGN_IN_FAILURE_LIMIT]!.failedAt.getTime() + SIGN_IN_WINDOW_MS;
+      throw new RateLimitedError('Too many failed sign-ins for this email; try again later.', (reopensAt - Date.now()) / 1000);
+    }
+    const candidates = await this.store.findSignable(key, input.orgId);
+    const verdicts = await Promise.all(
+      (candidates.length > 0 ? candidates : [null]).map((member) => verifyPassword(input.password, member?.passwordHash ?? null)),
+    );
+    const matching = candidates.filter((_, index) => verdicts[index]);
+    if (matching.length === 0) {
+      await this.store.recordFailure(key);
+      throw new UnauthorizedError('The email or the password is wrong.');
+    }
+    if (matching.length > 1) {
+      throw new ValidationError([
+        { path: 'orgId', message: 'This email is a member of several organizations: name the one to sign in to.' },
+      ]);
+    }
+    const now = new Date();
+    const session = newSession(now);
+    return session.signedIn(await this.store.openSession(matching[0]!.id, session.record, now));
+  }
+
+  /** The tenant a session cookie acts as, or null: the member's role is read now, so a demotion applies at once. */
+  async authenticateSession(sessionToken: string): Promise<Tenant | null> {
+    if (sessionToken.length !== 43) return null;
+    const grant = await this.store.findSession(digestToken(sessionToken), SESSION_IDLE_MS);
+    if (!grant) return null;
+    if (Date.now() - grant.lastUsedAt.getTime() > SESSION_TOUCH_INTERVAL_MS) await this.store.touchSession(grant.sessionId);
+    return {
+      orgId: grant.orgId,
+      plan: grant.plan,
+      scopes: ROLE_SCOPES[grant.role],
+      actor: { type: 'user', id: grant.memberId, email: grant.email },
+      principal: {
+        type: 'session',
+        sessionId: grant.sessionId,
+        memberId: grant.memberId,
+        email: grant.email,
+        role: grant.role,
+        csrfToken: grant.csrfToken,
+      },
+    };
+  }
+
+  async sessionView(tenant: Tenant): Promise<SessionView> {
+    if (tenant.principal.type !== 'session') throw new UnauthorizedError('No console session: sign in first.');
+    return { member: await this.get(tenant.orgId, tenant.principal.memberId), csrfToken: tenant.principal.csrfToken };
+  }
+
+  async signOut(tenant: Tenant): Promise<void> {
+    if (tenant.principal.type === 'session') await this.store.endSession(tenant.principal.sessionId);
+  }
+
+  /** Maintenance: expired sessions and invites, and failures older than the window. */
+  prune(): Promise<number> {
+    return this.store.prune(SESSION_IDLE_MS, SIGN_IN_WINDOW_MS);
+  }
+
+  private inviteUrl(token: string): string {
+    return `${this.options.publicUrl}/console/invite/${token}`;
+  }
+
+  private async require(orgId: string, id: string): Promise<Member> {
+    const member = isUuid(id) ? await this.store.find(orgId, id) : null;
+    if (!member) throw memberNotFound(id);
+    return member;
+  }
+
+  private settled<T>(outcome: AdminGuarded<T>, id: string, change: 'demote' | 'remove'): T {
+    if (outcome.kind === 'not_found') throw memberNotFound(id);
+    if (outcome.kind === 'last_admin') {
+      throw new ConflictError(`This is the organization's last admin: make another member admin before you ${change} this one.`);
+    }
+    return outcome.value;
+  }
+}
+
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function memberIdOf(tenant: Tenant): string {
+  if (tenant.principal.type !== 'session')
+    throw new UnauthorizedError('Only a member signed in to the console can change their own settings.');
+  return tenant.principal.memberId;
+}
+
+function memberNotFound(id: string): NotFoundError {
+  return new NotFoundError(`No member with id '${id}' exists.`);
+}
+
+function newSession(now: Date): { record: NewSession; signedIn(member: Member): SignedIn } {
+  const sessionToken = newSecretToken();
+  const csrfToken = randomBytes(24).toString('base64url');
+  const expiresAt = new Date(now.getTime() + SESSION_MAX_MS);
+  return {
+    record: { tokenHash: digestToken(sessionToken), csrfToken, expiresAt },
+    signedIn: (member) => ({ member: toMemberView(member), csrfToken, sessionToken, expiresAt }),
+  };
+}
+
+function memberEvent(type: AuditEventType, actor: Actor, member: Member, changes: Record<string, unknown>): AuditEventDraft {
+  return { type, actor, createdAt: new Date(), data: { memberId: member.id, email: member.email, ...changes } };
+}
+
+export function toMemberView(member: Member): MemberView {
+  return {
+    id: member.id,
+    email: member.email,
+    name: member.name,
+    role: member.role,
+    createdAt: member.createdAt.toISOString(),
+    lastSignInAt: member.lastSignInAt?.toISOString() ?? null,
+    slackLinked: member.slackUserId !== null,
+    emailNotifications: member.emailNotifications,
+  };
+}
