@@ -17,6 +17,7 @@ const TIMEOUT_MS = Math.max(60_000, RUNS * 200);
 let env: TestEnv;
 let org: TestOrg;
 let endpointId: string;
+let memberId: string;
 
 useTestEnv((created) => ({ env, org } = created));
 
@@ -31,6 +32,8 @@ beforeAll(async () => {
       .send({ url: 'http://127.0.0.1:9/hook', events: ['approval.approved'] })
       .expect(201)
   ).body.id;
+  memberId = (await org.request('post', '/v1/members').send({ email: 'fuzz-target@example.com', role: 'viewer' }).expect(201)).body.member
+    .id;
 });
 
 interface Answer {
@@ -270,6 +273,50 @@ describe('every write endpoint, against generated hostile JSON', () => {
           },
         ),
         runs,
+      );
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'POST /v1/members, PATCH /v1/members/:id, POST /v1/keys, POST /v1/session, POST /v1/invites/accept',
+    async () => {
+      const role = stringField(fc.constantFrom('admin', 'reviewer', 'viewer'));
+      const name = optional(stringField(word));
+      let serial = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({ email: stringField(fc.constant('fuzz@example.com')), role, name }),
+          fc.record({ role: optional(role), name }),
+          fc.record({
+            name,
+            scopes: fc.oneof(
+              { weight: 3, arbitrary: fc.constant({ kind: 'array', items: [str('approvals:read')] } as JsonTree) },
+              hostileValue,
+            ),
+          }),
+          fc.record({ email: stringField(fc.constant('fuzz@example.com')), password: stringField(word) }),
+          fc.record({ token: stringField(word), password: stringField(fc.constant('long enough password')), name }),
+          async (member, memberPatch, key, signIn, invite) => {
+            const memberText = bodyText(member).replace('fuzz@example.com', `fuzz-${serial++}@example.com`);
+            const created = await send('post', '/v1/members', memberText);
+            expectWellFormed(created, memberText);
+            if (created.status < 300) {
+              const listed = (await org.request('get', '/v1/members').expect(200)).body.members as { id: string; name: string | null }[];
+              const sentName = parsed(memberText, 'name') as string | undefined;
+              expect(listed.find((entry) => entry.id === (created.body.member as { id: string }).id)?.name).toBe(sentName?.trim() ?? null);
+            }
+            for (const [method, path, text] of [
+              ['patch', `/v1/members/${memberId}`, bodyText(memberPatch)],
+              ['post', '/v1/keys', bodyText(key)],
+              ['post', '/v1/session', bodyText(signIn)],
+              ['post', '/v1/invites/accept', bodyText(invite)],
+            ] as const) {
+              expectWellFormed(await send(method, path, text), text);
+            }
+          },
+        ),
+        { ...runs, numRuns: Math.ceil(RUNS / 4) },
       );
     },
     TIMEOUT_MS,
