@@ -19,9 +19,9 @@ export interface RuleInput {
 export type RuleRun = { matchedRule: number | null } | { failedRule: number; error: string };
 
 /** Comprehensions (`all`, `exists`, `exists_one`, `map`, `filter`) inside each other, at most. */
-export const MAX_COMPREHENSION_NESTING = 2;
+const MAX_COMPREHENSION_NESTING = 2;
 
-export const COMPREHENSION_MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+const COMPREHENSION_MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
 const MAX_CACHED = 10_000;
 /** Longer keys are not cached: 10,000 of them could hold gigabytes. Rules are at most 4,096 characters. */
@@ -56,7 +56,7 @@ const compileRegex = boundedCache((pattern: string): RE2JS | string => {
   }
 });
 
-export function firstLine(error: unknown): string {
+function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]!.trim();
 }
 

@@ -1,6 +1,6 @@
 import type { FieldError } from '../../lib/errors.js';
 import { EMPTY_INPUT, ruleCost } from './policy-cost.js';
-import { DEFAULT_POOL_LIMITS, EvaluationPool, type PoolLimits } from './policy-evaluation-pool.js';
+import { DEFAULT_POOL_LIMITS, EvaluationPool, type PoolLimits, type PoolOutcome } from './policy-evaluation-pool.js';
 import { literalPatterns, ruleProblem, runRules, type RuleInput, type RuleRun } from './policy-language.js';
 import type { PolicyDocument, PolicyOutcome } from './policy-schemas.js';
 
@@ -64,8 +64,8 @@ export class PolicyEvaluator {
       run = runRules(runnable, input);
     } else {
       const outcome = await this.pool.run({ kind: 'run', expressions: runnable, input }, fairnessKey);
-      if (outcome.kind === 'stopped') return { outcome: 'review', matchedRule: null, error: `rules: evaluation ${outcome.reason}` };
-      run = (outcome as Extract<typeof outcome, { kind: 'run' }>).run;
+      if (outcome.kind !== 'run') return { outcome: 'review', matchedRule: null, error: `rules: evaluation ${reasonOf(outcome)}` };
+      run = outcome.run;
     }
     if ('failedRule' in run) return failed(run.failedRule, run.error);
     if (run.matchedRule !== null) return { outcome: document.rules[run.matchedRule]!.outcome, matchedRule: run.matchedRule };
@@ -92,8 +92,8 @@ export class PolicyEvaluator {
     const patterns = literalPatterns(expression);
     if (patterns.length === 0) return null;
     const outcome = await this.pool.run({ kind: 'patterns', patterns }, fairnessKey);
-    if (outcome.kind === 'stopped') return `has a pattern that cannot be compiled within the limits: compiling ${outcome.reason}`;
-    return (outcome as Extract<typeof outcome, { kind: 'patterns' }>).problems.find((problem) => problem !== null) ?? null;
+    if (outcome.kind !== 'patterns') return `has a pattern that cannot be compiled within the limits: compiling ${reasonOf(outcome)}`;
+    return outcome.problems.find((problem) => problem !== null) ?? null;
   }
 
   close(): Promise<void> {
@@ -108,6 +108,11 @@ function boundOf(expression: string, input: RuleInput): number {
     // It no longer parses; running it reports why.
     return 0;
   }
+}
+
+/** Why the pool gave no answer of the kind asked for (a worker answers each task with its own kind). */
+function reasonOf(outcome: PoolOutcome): string {
+  return outcome.kind === 'stopped' ? outcome.reason : `got an answer of the wrong kind (${outcome.kind})`;
 }
 
 function failed(index: number, error: string): PolicyVerdict {
