@@ -31,25 +31,41 @@ export function storableString(label: string) {
   });
 }
 
-/** The first problem in a JSON value that PostgreSQL (or a recursive serializer) cannot take. */
+/**
+ * The first problem in a JSON value that PostgreSQL (or a recursive serializer) cannot take.
+ * `path` is the walk's own stack (copied only when a problem is found), so that checking a
+ * payload of many small values allocates nothing per value.
+ */
 function jsonProblem(value: unknown, path: (string | number)[], depth: number): { path: (string | number)[]; problem: string } | null {
   if (typeof value === 'string') {
     const problem = unstorableCharacter(value);
-    return problem ? { path, problem: `must not contain ${problem}` } : null;
+    return problem ? { path: [...path], problem: `must not contain ${problem}` } : null;
   }
   if (typeof value === 'number') {
     // JSON.parse reads numbers beyond a double's range (1e309) as Infinity, which JSON cannot write back.
-    return Number.isFinite(value) ? null : { path, problem: 'must be a finite number: it is beyond the range of a double (about 1.8e308)' };
+    return Number.isFinite(value)
+      ? null
+      : { path: [...path], problem: 'must be a finite number: it is beyond the range of a double (about 1.8e308)' };
   }
   if (value === null || typeof value !== 'object') return null;
-  if (depth > MAX_JSON_DEPTH) return { path, problem: `is nested too deep: objects and arrays may nest at most ${MAX_JSON_DEPTH} levels` };
-  const entries: [string | number, unknown][] = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
-  for (const [key, item] of entries) {
-    if (typeof key === 'string') {
-      const problem = unstorableCharacter(key);
-      if (problem) return { path: [...path, key], problem: `is a key that must not contain ${problem}` };
+  if (depth > MAX_JSON_DEPTH)
+    return { path: [...path], problem: `is nested too deep: objects and arrays may nest at most ${MAX_JSON_DEPTH} levels` };
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      path.push(index);
+      const found = jsonProblem(value[index], path, depth + 1);
+      path.pop();
+      if (found) return found;
     }
-    const found = jsonProblem(item, [...path, key], depth + 1);
+    return null;
+  }
+  for (const key of Object.keys(value)) {
+    path.push(key);
+    const problem = unstorableCharacter(key);
+    const found = problem
+      ? { path: [...path], problem: `is a key that must not contain ${problem}` }
+      : jsonProblem((value as Record<string, unknown>)[key], path, depth + 1);
+    path.pop();
     if (found) return found;
   }
   return null;
