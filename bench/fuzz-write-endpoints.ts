@@ -1,5 +1,5 @@
 // The property test of test/write-endpoints.property.test.ts, run long: FUZZ_RUNS generated
-// hostile bodies per write endpoint (default 20,000, against 400 in `npm test`). Prints how many
+// hostile bodies per write endpoint (default 20,000, against 300 in `npm test`). Prints how many
 // cases ran and how long they took; exits non-zero with fast-check's counterexample on a failure.
 //
 //   npm run bench:fuzz

@@ -4,17 +4,13 @@
 //   npm run bench:policy-evaluation            5,000 evaluations per case
 //   BENCH_EVALUATIONS=20000 npm run bench:policy-evaluation
 import { DEFAULT_EVALUATION_LIMITS, PolicyEvaluator } from '../src/modules/policies/policy-rules.js';
-import type { PolicyDocument } from '../src/modules/policies/policy-schemas.js';
+import { policyDocumentSchema } from '../src/modules/policies/policy-schemas.js';
 import { envNumber, formatTable, log, mapConcurrent, percentile, round } from './support.js';
 
 const EVALUATIONS = Math.round(envNumber('BENCH_EVALUATIONS', 5_000));
-const document: PolicyDocument = {
+const document = policyDocumentSchema.parse({
   rules: [{ when: 'payload.amount <= 100.0 && action.startsWith("refund")', outcome: 'allow' }],
-  defaultOutcome: 'review',
-  timeoutSeconds: 60,
-  onTimeout: 'expire',
-  escalateTo: null,
-};
+});
 const input = { action: 'refund', payload: { amount: 5, currency: 'EUR' }, agent: null, context: null };
 
 async function measure(name: string, evaluator: PolicyEvaluator, concurrency: number) {

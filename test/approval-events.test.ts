@@ -87,7 +87,11 @@ describe('GET /v1/approvals/events', () => {
         .expect(201);
       await stream.waitFor((messages) => messages.some((m) => m.data.approvalId === created.body.id && m.data.type === 'approval.created'));
       const decided = Date.now();
-      await peer.http.post(`/v1/approvals/${created.body.id}/decision`).set(bearer()).send({ verdict: 'rejected' }).expect(200);
+      await peer.http
+        .post(`/v1/approvals/${created.body.id}/decision`)
+        .set({ authorization: `Bearer ${org.reviewerKey}` })
+        .send({ verdict: 'rejected' })
+        .expect(200);
       await stream.waitFor((messages) => messages.some((m) => m.data.approvalId === created.body.id && m.data.status === 'rejected'));
       expect(Date.now() - decided).toBeLessThan(2000);
       expect(decided - started).toBeLessThan(2000);
@@ -107,7 +111,7 @@ describe('GET /v1/approvals/events', () => {
     await first.close();
 
     const missed = await org.request('post', '/v1/approvals').send({ action: 'b', payload: {}, policyKey: 'review' }).expect(201);
-    await org.request('post', `/v1/approvals/${missed.body.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${missed.body.id}/decision`).send({ verdict: 'approved' }).expect(200);
     const resumed = await openStream(env.baseUrl, { ...bearer(), 'last-event-id': lastSeen });
     try {
       await resumed.waitFor((messages) => messages.some((m) => m.data.approvalId === missed.body.id && m.data.status === 'approved'));

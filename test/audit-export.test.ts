@@ -33,7 +33,10 @@ beforeAll(async () => {
   await create({ action: 'deploy', payload: { n: 1 }, agent: 'bot-2' }).expect(200);
   const pending = await create({ action: 'deploy', payload: { n: 50 } }).expect(201);
   await create({ action: 'deploy', payload: { n: 2 }, agent: 'bot-1' }).expect(200);
-  await org.request('post', `/v1/approvals/${pending.body.id}/decision`).send({ verdict: 'rejected', feedback: 'no, "never"' }).expect(200);
+  await org
+    .asReviewer('post', `/v1/approvals/${pending.body.id}/decision`)
+    .send({ verdict: 'rejected', feedback: 'no, "never"' })
+    .expect(200);
   await create({ action: 'pay', payload: { n: 3 }, agent: 'bot-2' }).expect(200);
   chain = await readChain(env.services.db, org.orgId);
 });
@@ -124,14 +127,21 @@ describe('GET /v1/audit', () => {
   });
 
   it('verifies the whole chain whatever the filters and paging', async () => {
-    const expected = { intact: true, count: chain.length, headHash: chain.at(-1)!.hash, brokenAtSeq: null };
+    // No AUDIT_SIGNING_KEY here: no checkpoints to check (see audit-checkpoints.test.ts).
+    const expected = { intact: true, count: chain.length, headHash: chain.at(-1)!.hash, brokenAtSeq: null, checkpoints: 0 };
     expect((await page({ verify: true })).verification).toEqual(expected);
     const filtered = await page({ verify: true, type: 'policy.updated', limit: 1, after: 0 });
     expect(filtered.events).toHaveLength(1);
     expect(filtered.verification).toEqual(expected);
     expect((await page({ verify: false })).verification).toBeUndefined();
     const empty = await env.createOrg();
-    expect((await page({ verify: true }, empty)).verification).toEqual({ intact: true, count: 0, headHash: null, brokenAtSeq: null });
+    expect((await page({ verify: true }, empty)).verification).toEqual({
+      intact: true,
+      count: 0,
+      headHash: null,
+      brokenAtSeq: null,
+      checkpoints: 0,
+    });
   });
 
   it('serves the same events as CSV, with the contract header and RFC 4180 quoting', async () => {
@@ -281,6 +291,6 @@ describe('bulk exports', () => {
       expect.arrayContaining(['/v1/audit', '/v1/audit/exports', '/v1/audit/exports/{id}', '/v1/audit/exports/{id}/download']),
     );
     const parameters = body.paths['/v1/audit'].get.parameters.map((parameter: { name: string }) => parameter.name);
-    expect(parameters.sort()).toEqual(['action', 'after', 'agent', 'format', 'from', 'limit', 'to', 'type', 'verify']);
+    expect(parameters.sort()).toEqual(['action', 'after', 'agent', 'checkpoints', 'format', 'from', 'limit', 'to', 'type', 'verify']);
   });
 });

@@ -237,8 +237,11 @@ describe('defect 4: a payload keeps every key, __proto__ included', () => {
 
   it('survives in an edited payload', async () => {
     const { body } = await org.request('post', '/v1/approvals').send({ action: 'a', payload: {}, policyKey: 'p' }).expect(201);
-    const decided = await org
-      .request('post', `/v1/approvals/${body.id}/decision`)
+    // Another key than the one that asked: nobody approves their own request.
+    const decider = await env.createKey(org.orgId, ['approvals:decide']);
+    const decided = await env.http
+      .post(`/v1/approvals/${body.id}/decision`)
+      .set('authorization', `Bearer ${decider.key}`)
       .set('content-type', 'application/json')
       .send('{"verdict":"approved","editedPayload":{"__proto__":{"admin":true}}}')
       .expect(200);
@@ -293,8 +296,8 @@ describe('defect 6: small ones', () => {
     for (const query of ['wait=1e1', 'wait=0x1e', 'wait=%205', 'wait=', 'wait=1.5', 'wait=1&wait=2']) {
       expectFieldError(await read(query), 'wait', /./);
     }
-    expectFieldError(await read('wait[]=1'), 'wait[]', /Unknown field/);
-    expectFieldError(await read('wiat=30'), 'wiat', /Unknown field/);
+    expectFieldError(await read('wait[]=1'), 'wait[]', /is not a known field/);
+    expectFieldError(await read('wiat=30'), 'wiat', /is not a known field/);
     await read('wait=1').expect(200);
   });
 

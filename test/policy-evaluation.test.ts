@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_EVALUATION_LIMITS, PolicyEvaluator, type RuleInput } from '../src/modules/policies/policy-rules.js';
-import type { PolicyDocument } from '../src/modules/policies/policy-schemas.js';
+import { policyDocumentSchema, type PolicyDocument } from '../src/modules/policies/policy-schemas.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
 import { eventually } from './support/eventually.js';
@@ -58,7 +58,8 @@ describe('defect 1: policy evaluation is bounded', () => {
     expect(res.body.status).toBe('pending');
     expect(await createdEvent(res.body.id)).toMatchObject({
       outcome: 'review',
-      matchedRule: null,
+      // The rule that failed is the one named.
+      matchedRule: 0,
       evaluationError: expect.stringMatching(
         /^rules\.0\.when: its cost bound for this input \([\d,]+ steps\) exceeds the budget of 10,000,000$/,
       ),
@@ -112,13 +113,7 @@ describe('escalation successors, evaluated by the expiry worker', () => {
 });
 
 describe('the hard time limit', () => {
-  const document = (when: string): PolicyDocument => ({
-    rules: [{ when, outcome: 'allow' }],
-    defaultOutcome: 'review',
-    timeoutSeconds: 60,
-    onTimeout: 'expire',
-    escalateTo: null,
-  });
+  const document = (when: string): PolicyDocument => policyDocumentSchema.parse({ rules: [{ when, outcome: 'allow' }] });
   const input = (payload: Record<string, unknown>): RuleInput => ({ action: 'a', payload, agent: null, context: null });
   // Everything goes to the workers and no bound stops it first: only the time limit can.
   const evaluator = new PolicyEvaluator({

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { z } from 'zod';
-import { AppError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
+import { AppError, MethodNotAllowedError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
 
 export const problemSchema = z
   .object({
@@ -34,6 +34,7 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   if (error instanceof ValidationError) {
     return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
   }
+  if (error instanceof MethodNotAllowedError) res.setHeader('allow', error.allow.join(', '));
   if (error instanceof AppError) {
     res.set(error.headers);
     return sendProblem(res, error.status, error.code, error.title, error.message);

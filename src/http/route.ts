@@ -2,8 +2,15 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { ForbiddenError, NotFoundError, PaymentRequiredError, ValidationError, type FieldError } from '../lib/errors.js';
-import { fieldErrors } from '../lib/validation.js';
+import {
+  ForbiddenError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PaymentRequiredError,
+  ValidationError,
+  type FieldError,
+} from '../lib/errors.js';
+import { validate } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
 import { authenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
 
@@ -83,8 +90,8 @@ export function defineRoute<
 }
 
 function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string): z.output<S> {
-  const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(fieldErrors(result.error, root));
+  const result = validate(schema, value, root);
+  if (!result.success) throw new ValidationError(result.errors);
   return result.data;
 }
 
@@ -94,7 +101,9 @@ const BODY_LIMIT = '1mb';
  * Parses any request body as JSON whatever its content type. It runs after the scope and plan
  * checks, so a forbidden request's body is never read; whatever goes wrong reading it (malformed
  * JSON, an unknown content-encoding or charset, a corrupt gzip stream, a body over the limit) is
- * held back and reported by the handler, after the 402 prechecks have had their say.
+ * held back and reported by the handler, after the 402 prechecks have had their say. No body at
+ * all reads as `{}`: the schema then accepts it when every field is optional, and names each
+ * missing field otherwise.
  */
 const jsonBodyParser = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
 const bodyErrors = new WeakMap<Request, unknown>();
@@ -104,7 +113,7 @@ function parseJsonBody(req: Request, res: Response, next: NextFunction): void {
     if (error) {
       bodyErrors.set(req, error);
       req.body = undefined;
-    }
+    } else if (req.body === undefined) req.body = {};
     next();
   });
 }
@@ -174,8 +183,8 @@ function parseParams(spec: AnyRouteSpec, req: Request): unknown {
       : new NotFoundError(`No resource at ${req.originalUrl.split('?')[0]}.`);
   if (undecodablePaths.has(req)) throw invalid([{ path: 'path', message: 'The path is not valid percent-encoded UTF-8.' }]);
   if (!spec.params) return undefined;
-  const result = (spec.params as z.ZodType).safeParse(req.params);
-  if (!result.success) throw invalid(fieldErrors(result.error, 'path'));
+  const result = validate(spec.params as z.ZodType, req.params, 'path');
+  if (!result.success) throw invalid(result.errors);
   return result.data;
 }
 
@@ -273,4 +282,26 @@ export function mountRoutes(
     ];
     router[spec.method](spec.path, ...chain);
   }
+  for (const [path, allow] of allowedMethods(specs)) {
+    // Reached only when no operation on this path has the request's method.
+    router.all(path, (req, res) => {
+      if (req.method === 'OPTIONS') {
+        res.set('allow', allow.join(', ')).status(204).end();
+        return;
+      }
+      throw new MethodNotAllowedError(allow, `${req.path} answers ${allow.join(', ')}, not ${req.method}.`);
+    });
+  }
+}
+
+/** Each path of the API with the methods its operations answer (HEAD wherever GET is, and OPTIONS). */
+function allowedMethods(specs: readonly AnyRouteSpec[]): Map<string, string[]> {
+  const byPath = new Map<string, Set<string>>();
+  for (const spec of specs) {
+    const methods = byPath.get(spec.path) ?? new Set<string>();
+    methods.add(spec.method.toUpperCase());
+    if (spec.method === 'get') methods.add('HEAD');
+    byPath.set(spec.path, methods);
+  }
+  return new Map([...byPath].map(([path, methods]) => [path, [...methods, 'OPTIONS']]));
 }

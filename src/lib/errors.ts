@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'payment_required'
   | 'payload_too_large'
@@ -16,6 +17,9 @@ export type ErrorCode =
   | 'rate_limited'
   | 'gone'
   | 'csrf_failed'
+  | 'not_a_reviewer'
+  | 'self_approval'
+  | 'channel_not_allowed'
   | 'internal';
 
 export interface FieldError {
@@ -69,6 +73,13 @@ export class CsrfError extends AppError {
   }
 }
 
+/** Who may decide refused this voter (contract C12); each reason has its own code. */
+export class DecisionRefusedError extends AppError {
+  constructor(code: 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed', detail: string) {
+    super(403, code, 'Not allowed to decide this request', detail);
+  }
+}
+
 export class GoneError extends AppError {
   constructor(detail: string) {
     super(410, 'gone', 'Gone', detail);
@@ -90,6 +101,16 @@ export class PaymentRequiredError extends AppError {
 export class NotFoundError extends AppError {
   constructor(detail: string) {
     super(404, 'not_found', 'Not found', detail);
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(
+    /** The methods the path does answer, for the `allow` header. */
+    readonly allow: readonly string[],
+    detail: string,
+  ) {
+    super(405, 'method_not_allowed', 'Method not allowed', detail);
   }
 }
 

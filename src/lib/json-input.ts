@@ -82,7 +82,9 @@ function isJsonObject(value: unknown): value is Record<string, unknown> {
  */
 export function jsonObject(label: string) {
   return z
-    .custom<Record<string, unknown>>(isJsonObject, { message: `${label} must be a JSON object` })
+    .custom<Record<string, unknown>>(isJsonObject, {
+      error: (issue) => (issue.input === undefined ? `${label} is required and must be an object` : `${label} must be an object`),
+    })
     .superRefine((value, ctx) => {
       const found = jsonProblem(value, [], 1);
       if (!found) return;

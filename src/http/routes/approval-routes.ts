@@ -1,5 +1,5 @@
 import type { ApprovalFeed, FeedMessage } from '../../modules/approvals/approval-feed.js';
-import type { ApprovalService } from '../../modules/approvals/approval-service.js';
+import { voterOf, type ApprovalService } from '../../modules/approvals/approval-service.js';
 import {
   approvalCreateSchema,
   approvalIdParamsSchema,
@@ -108,7 +108,7 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
       },
       handler: async ({ tenant, params, body }) => ({
         status: 200,
-        body: await approvals.decide(tenant, params.id, body),
+        body: await approvals.decide(tenant.orgId, params.id, body, voterOf(tenant)),
       }),
     }),
   ];

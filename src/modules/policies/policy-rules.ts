@@ -8,7 +8,7 @@ export type { RuleInput };
 
 export interface PolicyVerdict {
   outcome: PolicyOutcome;
-  /** Index of the rule that decided, null when the default applied or evaluation failed. */
+  /** Index of the rule that decided, or that failed; null when the default applied or no single rule can be named. */
   matchedRule: number | null;
   /** Why evaluation failed closed to `review`, recorded in the audit event. */
   error?: string;
@@ -116,7 +116,7 @@ function reasonOf(outcome: PoolOutcome): string {
 }
 
 function failed(index: number, error: string): PolicyVerdict {
-  return { outcome: 'review', matchedRule: null, error: `rules.${index}.when: ${error}` };
+  return { outcome: 'review', matchedRule: index, error: `rules.${index}.when: ${error}` };
 }
 
 function formatSteps(steps: number): string {
