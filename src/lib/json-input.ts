@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeExpected } from './validation.js';
 
 /**
  * Schema pieces for input that must reach PostgreSQL intact: valid JSON can still hold what a
@@ -117,10 +118,11 @@ export function storableInstant(label: string) {
  * repeated parameter arrives as an array and is refused too). Documented as the integer it means.
  */
 export function queryInteger(label: string, min: number, max: number) {
+  const integer = z.number().int().min(min).max(max);
   return z
     .string()
-    .regex(/^\d{1,16}$/, `${label} must be a whole number written in decimal digits`)
+    .regex(/^\d{1,16}$/, `${label} must be ${describeExpected(integer)}`)
     .transform(Number)
-    .pipe(z.number().min(min).max(max))
+    .pipe(integer)
     .meta({ type: 'integer', minimum: min, maximum: max });
 }
