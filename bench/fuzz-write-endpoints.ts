@@ -6,7 +6,9 @@
 //   FUZZ_RUNS=100000 npm run bench:fuzz
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { envNumber, log, PROJECT_ROOT, round } from './support.js';
+import { round } from './lib/figures.js';
+import { PROJECT_ROOT } from './lib/processes.js';
+import { envNumber, log } from './lib/run.js';
 
 const RUNS = Math.round(envNumber('FUZZ_RUNS', 20_000));
 

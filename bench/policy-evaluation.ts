@@ -5,7 +5,9 @@
 //   BENCH_EVALUATIONS=20000 npm run bench:policy-evaluation
 import { DEFAULT_EVALUATION_LIMITS, PolicyEvaluator } from '../src/modules/policies/policy-rules.js';
 import { policyDocumentSchema } from '../src/modules/policies/policy-schemas.js';
-import { envNumber, formatTable, log, mapConcurrent, percentile, round } from './support.js';
+import { mapConcurrent } from './lib/concurrency.js';
+import { formatTable, percentile, round } from './lib/figures.js';
+import { envNumber, log } from './lib/run.js';
 
 const EVALUATIONS = Math.round(envNumber('BENCH_EVALUATIONS', 5_000));
 const document = policyDocumentSchema.parse({

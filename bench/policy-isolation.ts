@@ -17,23 +17,11 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { ruleCost } from '../src/modules/policies/policy-cost.js';
 import { DEFAULT_EVALUATION_LIMITS } from '../src/modules/policies/policy-rules.js';
-import {
-  createOrgs,
-  deleteRedisKeys,
-  dropDatabase,
-  envNumber,
-  formatTable,
-  HOST,
-  log,
-  percentile,
-  PROJECT_ROOT,
-  putPolicy,
-  recreateDatabase,
-  round,
-  runBenchmark,
-  startWebServer,
-  type ServerProcess,
-} from './support.js';
+import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, REDIS_URL } from './lib/fixtures.js';
+import { formatTable, percentile, round } from './lib/figures.js';
+import { putPolicy } from './lib/http.js';
+import { answers200, buildOnce, PROJECT_ROOT, startNodeProcess, type NodeProcess } from './lib/processes.js';
+import { envNumber, log, runBenchmark } from './lib/run.js';
 
 const DURATION_S = envNumber('BENCH_DURATION', 15);
 const RATE = envNumber('BENCH_RATE', 100);
@@ -173,7 +161,7 @@ async function runAttacker(): Promise<void> {
   process.stdout.write(JSON.stringify({ rps: result.requests.average, statusCodes }));
 }
 
-function loopDelay(api: ServerProcess, file: string): { p50Ms: number; p99Ms: number; maxMs: number } {
+function loopDelay(api: NodeProcess, file: string): { p50Ms: number; p99Ms: number; maxMs: number } {
   process.kill(api.pid, 'SIGUSR2');
   const deadline = Date.now() + 5000;
   while (Date.now() < deadline) {
@@ -188,6 +176,27 @@ function loopDelay(api: ServerProcess, file: string): { p50Ms: number; p99Ms: nu
   throw new Error('the web process wrote no event-loop report');
 }
 
+/** The web process, compiled as the Procfile runs it, inside bench/loop-delay-web.ts, which records its event-loop delay. */
+async function startMonitoredWebServer(databaseUrl: string, loopDelayFile: string): Promise<NodeProcess> {
+  const build = await buildOnce();
+  if (build.code !== 0) throw new Error(`npm run build failed:\n${build.output}`);
+  return startNodeProcess({
+    label: 'web',
+    args: ['--import', 'tsx', 'bench/loop-delay-web.ts'],
+    env: {
+      NODE_ENV: 'production',
+      PORT: String(API_PORT),
+      DATABASE_URL: databaseUrl,
+      REDIS_URL,
+      REDIS_PREFIX,
+      LOG_LEVEL: 'info',
+      LOOP_DELAY_FILE: loopDelayFile,
+    },
+    port: API_PORT,
+    isReady: () => answers200(API_PORT, '/readyz'),
+  });
+}
+
 if (process.argv[2] === 'attacker') {
   await runAttacker();
 } else {
@@ -199,7 +208,7 @@ if (process.argv[2] === 'attacker') {
     const dbUrl = await recreateDatabase(DATABASE);
     const [attacker, other] = await createOrgs(dbUrl, 2);
     const loopFile = path.join(tmpdir(), `approval-gate-loop-delay-${process.pid}.json`);
-    const api = await startWebServer({ port: API_PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX, loopDelayFile: loopFile });
+    const api = await startMonitoredWebServer(dbUrl, loopFile);
     cleanup(() => api.stop());
     await putPolicy(API_PORT, other!.key, 'ordinary', { rules: [{ when: 'payload.amount <= 100.0', outcome: 'allow' }] });
     log(`web pid ${api.pid}; the other organization sends ${RATE} creations/s; the attacker uses ${ATTACKERS} connections`);
