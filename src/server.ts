@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import { loadConfig } from './config.js';
 import { createApp } from './http/app.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { listen, PortInUseError } from './lib/listen.js';
 import { createLogger } from './lib/logger.js';
 import { exitGracefullyOnSignal } from './lib/shutdown.js';
@@ -11,6 +12,7 @@ const config = loadConfig();
 const logger = createLogger(config, 'web');
 const services = await createServices(config, logger, 'web');
 const server = createServer(createApp(services));
+answerClientErrors(server);
 try {
   await listen(server, config.PORT);
 } catch (error) {

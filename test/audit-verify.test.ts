@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -143,6 +143,25 @@ describe('npm run audit:verify', () => {
     const strict = await runVerifier(files.csv);
     expect(strict.code).toBe(1);
     expect(strict.stdout).toMatch(/^BROKEN at seq 1: seq 1 is missing/);
+  });
+
+  it('verifies a payload nested to the limit, and names an event nested deeper (4,000 levels) instead of overflowing', async () => {
+    const org = await orgWithChain(0);
+    let payload: unknown = { leaf: true };
+    for (let level = 1; level < 64; level++) payload = { a: payload };
+    await org.request('post', '/v1/approvals').send({ action: 'deep', payload, policyKey: 'p' }).expect(200);
+    const files = await downloadExports(org, 'deep');
+    for (const file of [files.csv, files.json]) expect((await runVerifier(file)).stdout).toMatch(/^intact: 3 events/);
+
+    const page = JSON.parse(await readFile(files.json, 'utf8')) as { events: { data: unknown }[] };
+    const forged = path.join(dir, 'forged-deep.json');
+    await writeFile(
+      forged,
+      JSON.stringify(page).replace(JSON.stringify(page.events[1]!.data), `${'{"a":'.repeat(4000)}1${'}'.repeat(4000)}`),
+    );
+    const result = await runVerifier(forged);
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stdout).toMatch(/^BROKEN at seq 2: the event nests deeper than 66 levels, which the service never writes/);
   });
 
   it('exits 2 on a usage error or an unreadable file', async () => {

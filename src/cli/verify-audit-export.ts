@@ -15,6 +15,13 @@ import { parse } from 'csv-parse';
 
 const COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'];
 const GENESIS_HASH = '0'.repeat(64);
+/**
+ * The service refuses payloads nested deeper than 64 levels (README, "Limits and hostile input"),
+ * and an event's data holds a payload one level down, so the object hashed ({ seq, type, actor,
+ * data, createdAt }) nests at most 66 deep. Anything deeper was not written by the service, and
+ * is reported as such rather than handed to the recursive canonicalizer, which would overflow.
+ */
+const MAX_HASHED_DEPTH = 64 + 2;
 
 interface ExportedEvent {
   seq: number;
@@ -26,11 +33,21 @@ interface ExportedEvent {
   hash: string;
 }
 
+/** Whether objects and arrays in `value` nest deeper than `limit` levels; never recurses past it. */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (limit === 0) return true;
+  return Object.values(value).some((item) => nestsDeeperThan(item, limit - 1));
+}
+
+function hashedFields({ seq, type, actor, data, createdAt }: ExportedEvent) {
+  return { seq, type, actor, data, createdAt };
+}
+
 /** hash = hex(SHA-256(prevHash + JCS({ seq, type, actor, data, createdAt }))), over UTF-8 bytes. */
 function recomputeHash(event: ExportedEvent): string {
-  const { seq, type, actor, data, createdAt } = event;
   return createHash('sha256')
-    .update(event.prevHash + canonicalize({ seq, type, actor, data, createdAt }), 'utf8')
+    .update(event.prevHash + canonicalize(hashedFields(event)), 'utf8')
     .digest('hex');
 }
 
@@ -90,6 +107,9 @@ async function verify(events: AsyncIterable<ExportedEvent>, partial: boolean): P
     const expectedPrevHash = event.seq === 1 ? GENESIS_HASH : previous?.seq === event.seq - 1 ? previous.hash : undefined;
     if (expectedPrevHash !== undefined && event.prevHash !== expectedPrevHash) {
       return broken(event.seq, event.seq === 1 ? 'prevHash of seq 1 is not 64 zeros' : `prevHash is not the hash of seq ${event.seq - 1}`);
+    }
+    if (nestsDeeperThan(hashedFields(event), MAX_HASHED_DEPTH)) {
+      return broken(event.seq, `the event nests deeper than ${MAX_HASHED_DEPTH} levels, which the service never writes`);
     }
     if (recomputeHash(event) !== event.hash) return broken(event.seq, 'hash does not match the event (recomputed)');
     first ??= event.seq;

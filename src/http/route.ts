@@ -2,7 +2,14 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { ForbiddenError, MethodNotAllowedError, NotFoundError, PaymentRequiredError, ValidationError } from '../lib/errors.js';
+import {
+  ForbiddenError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PaymentRequiredError,
+  ValidationError,
+  type FieldError,
+} from '../lib/errors.js';
 import { validate } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
 import { authenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
@@ -66,7 +73,7 @@ export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
   params?: P;
   /** What a path parameter that fails its schema means: no such resource (default), or bad input. */
   invalidParams?: 'not_found' | 'validation_failed';
-  /** A 402 check that needs the raw body; runs after authorization, before validation. */
+  /** A 402 check that needs the raw body; runs after authorization, before validation. The body may be anything, or undefined. */
   precheck?: (tenant: Tenant, rawBody: unknown) => Promise<void>;
   responses: Record<number, ResponseSpec>;
   handler: (input: RouteInput<B, Q, P>) => Promise<Reply>;
@@ -91,29 +98,64 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: stri
 const BODY_LIMIT = '1mb';
 
 /**
- * Parses any request body as JSON whatever its content type, and defers a malformed body to
- * validation, so that it is reported as 422 and only after authorization has had its say. No body
- * at all reads as `{}`: the schema then accepts it when every field is optional, and names each
+ * Parses any request body as JSON whatever its content type. It runs after the scope and plan
+ * checks, so a forbidden request's body is never read; whatever goes wrong reading it (malformed
+ * JSON, an unknown content-encoding or charset, a corrupt gzip stream, a body over the limit) is
+ * held back and reported by the handler, after the 402 prechecks have had their say. No body at
+ * all reads as `{}`: the schema then accepts it when every field is optional, and names each
  * missing field otherwise.
  */
 const jsonBodyParser = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
-const malformedBodies = new WeakMap<Request, string>();
+const bodyErrors = new WeakMap<Request, unknown>();
 
 function parseJsonBody(req: Request, res: Response, next: NextFunction): void {
   jsonBodyParser(req, res, (error?: unknown) => {
-    const parseError = error as { type?: string; message?: string } | undefined;
-    if (parseError?.type === 'entity.parse.failed') {
-      malformedBodies.set(req, parseError.message ?? 'invalid JSON');
+    if (error) {
+      bodyErrors.set(req, error);
       req.body = undefined;
-      return next();
-    }
-    if (!error && req.body === undefined) req.body = {};
-    next(error);
+    } else if (req.body === undefined) req.body = {};
+    next();
   });
 }
 
+function bodyError(req: Request): unknown {
+  const error = bodyErrors.get(req) as { type?: string; message?: string } | undefined;
+  if (error?.type === 'entity.parse.failed')
+    return new ValidationError([{ path: 'body', message: `Body is not valid JSON: ${error.message}` }]);
+  return error;
+}
+
+/**
+ * Path segments that are not valid percent-encoded UTF-8 would make the router answer before
+ * authentication. They are replaced by a placeholder the routes still match, and the request is
+ * remembered: its handler answers 404 (or 422 where the route says so) after authorization.
+ */
+const undecodablePaths = new WeakSet<Request>();
+const UNDECODABLE_SEGMENT_PLACEHOLDER = '-';
+
+function holdUndecodablePaths(req: Request, _res: Response, next: NextFunction): void {
+  const queryStart = req.url.indexOf('?');
+  const path = queryStart === -1 ? req.url : req.url.slice(0, queryStart);
+  const segments = path.split('/');
+  let replaced = false;
+  for (const [index, segment] of segments.entries()) {
+    if (!segment.includes('%')) continue;
+    try {
+      decodeURIComponent(segment);
+    } catch {
+      segments[index] = UNDECODABLE_SEGMENT_PLACEHOLDER;
+      replaced = true;
+    }
+  }
+  if (replaced) {
+    undecodablePaths.add(req);
+    req.url = segments.join('/') + (queryStart === -1 ? '' : req.url.slice(queryStart));
+  }
+  next();
+}
+
 function requireAccess(spec: AnyRouteSpec): RequestHandler {
-  return async (req, res, next) => {
+  return (_req, res, next) => {
     if (spec.auth === 'public') return next();
     const tenant = tenantOf(res);
     if (spec.scope && !tenant.scopes.has(spec.scope)) {
@@ -123,24 +165,34 @@ function requireAccess(spec: AnyRouteSpec): RequestHandler {
     if (spec.plans && !spec.plans.includes(tenant.plan)) {
       throw new PaymentRequiredError(`This operation needs the ${spec.plans.join(' or ')} plan; the organization is on ${tenant.plan}.`);
     }
-    await spec.precheck?.(tenant, req.body);
     next();
   };
 }
 
+function precheck(spec: AnyRouteSpec): RequestHandler {
+  return async (req, res, next) => {
+    await spec.precheck!(tenantOf(res), req.body);
+    next();
+  };
+}
+
+function parseParams(spec: AnyRouteSpec, req: Request): unknown {
+  const invalid = (errors: FieldError[]) =>
+    spec.invalidParams === 'validation_failed'
+      ? new ValidationError(errors)
+      : new NotFoundError(`No resource at ${req.originalUrl.split('?')[0]}.`);
+  if (undecodablePaths.has(req)) throw invalid([{ path: 'path', message: 'The path is not valid percent-encoded UTF-8.' }]);
+  if (!spec.params) return undefined;
+  const result = validate(spec.params as z.ZodType, req.params, 'path');
+  if (!result.success) throw invalid(result.errors);
+  return result.data;
+}
+
 function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
   return async (req, res) => {
-    let params: unknown;
-    if (spec.params) {
-      const result = validate(spec.params as z.ZodType, req.params, 'path');
-      if (!result.success) {
-        if (spec.invalidParams === 'validation_failed') throw new ValidationError(result.errors);
-        throw new NotFoundError(`No resource at ${req.path}.`);
-      }
-      params = result.data;
-    }
-    const malformed = malformedBodies.get(req);
-    if (malformed) throw new ValidationError([{ path: 'body', message: `Body is not valid JSON: ${malformed}` }]);
+    const params = parseParams(spec, req);
+    const unreadable = bodyError(req);
+    if (unreadable) throw unreadable;
     const body = spec.body ? parseOrThrow(spec.body as z.ZodType, req.body, 'body') : undefined;
     const query = spec.query ? parseOrThrow(spec.query as z.ZodType, req.query, 'query') : undefined;
 
@@ -208,17 +260,24 @@ function setSessionCookie(res: Response, session: SessionCookie, { secure }: Coo
   else res.cookie(SESSION_COOKIE, session.token, { ...options, expires: session.expiresAt });
 }
 
+/**
+ * Mounts each route with the chain of contract C2: authenticate (401), scope and plan (403, 402),
+ * read the body, the route's 402 precheck, then path, body and query validation (404, 413, 422)
+ * and the handler.
+ */
 export function mountRoutes(
   router: Router,
   specs: readonly AnyRouteSpec[],
   { authenticators, cookies }: { authenticators: Authenticators; cookies: CookieOptions },
 ): void {
+  router.use(holdUndecodablePaths);
   for (const spec of specs) {
     const mode = spec.auth ?? 'credentials';
     const chain: RequestHandler[] = [
       ...(mode === 'public' ? [] : [authenticate(authenticators, mode)]),
-      ...(spec.body ? [parseJsonBody] : []),
       requireAccess(spec),
+      ...(spec.body ? [parseJsonBody] : []),
+      ...(spec.precheck ? [precheck(spec)] : []),
       handle(spec, cookies),
     ];
     router[spec.method](spec.path, ...chain);

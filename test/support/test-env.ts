@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
+import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createLogger } from '../../src/lib/logger.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
 import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
@@ -80,6 +81,7 @@ export async function createTestEnv(
     const services = await createServices(config, logger, 'web');
     const app = createApp(services);
     const server = app.listen(0, '127.0.0.1');
+    answerClientErrors(server);
     await once(server, 'listening');
     started.push({ services, server });
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -33,8 +33,12 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
       summary: 'Create an approval request; the policy is evaluated at once',
       scope: 'approvals:write',
       body: approvalCreateSchema,
+      // The body is not validated yet: only a well-formed idempotency key may reach the database.
       precheck: (tenant, rawBody) =>
-        approvals.assertCreationAllowed(tenant, (rawBody as { idempotencyKey?: unknown } | undefined)?.idempotencyKey),
+        approvals.assertCreationAllowed(
+          tenant,
+          approvalCreateSchema.shape.idempotencyKey.safeParse((rawBody as { idempotencyKey?: unknown } | undefined)?.idempotencyKey).data,
+        ),
       responses: {
         200: { description: 'The policy allowed the action: approved at once.', schema: approvalViewSchema },
         201: { description: 'Pending for a human, or an idempotent replay.', schema: approvalViewSchema },

@@ -1,18 +1,17 @@
 import { z } from 'zod';
-
-const jsonObject = z.record(z.string(), z.unknown());
+import { jsonObject, queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 export const approvalCreateSchema = z
   .object({
-    action: z.string().min(1).max(200),
-    payload: jsonObject.meta({ description: 'JSON object evaluated by the policy.' }),
-    policyKey: z.string().min(1).max(200),
-    context: jsonObject.nullish().meta({ description: 'Reviewer-facing reasoning; not evaluated.' }),
-    agent: z.string().min(1).max(200).nullish(),
-    idempotencyKey: z.string().min(1).max(255).optional(),
+    action: storableString('action').min(1).max(200),
+    payload: jsonObject('payload').meta({ description: 'JSON object evaluated by the policy.' }),
+    policyKey: storableString('policyKey').min(1).max(200),
+    context: jsonObject('context').nullish().meta({ description: 'Reviewer-facing reasoning; not evaluated.' }),
+    agent: storableString('agent').min(1).max(200).nullish(),
+    idempotencyKey: storableString('idempotencyKey').min(1).max(255).optional(),
     onBehalfOf: z.email().max(320).nullish().meta({ description: 'The email of the member the agent acts for; they may not vote on it.' }),
   })
   .meta({ id: 'ApprovalCreateInput' });
@@ -21,8 +20,8 @@ export type ApprovalCreateInput = z.output<typeof approvalCreateSchema>;
 export const decisionSchema = z
   .object({
     verdict: z.enum(['approved', 'rejected']),
-    feedback: z.string().max(5000).optional(),
-    editedPayload: jsonObject.optional().meta({ description: 'Approves with this payload instead.' }),
+    feedback: storableString('feedback').max(5000).optional(),
+    editedPayload: jsonObject('editedPayload').optional().meta({ description: 'Approves with this payload instead.' }),
   })
   .refine((decision) => decision.editedPayload === undefined || decision.verdict === 'approved', {
     path: ['editedPayload'],
@@ -31,14 +30,9 @@ export const decisionSchema = z
   .meta({ id: 'DecisionInput' });
 export type DecisionInput = z.output<typeof decisionSchema>;
 
-export const approvalReadQuerySchema = z.object({
-  wait: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(30)
-    .optional()
-    .meta({ description: 'Seconds to hold the request while the approval is pending.' }),
+/** Unknown and repeated parameters are refused: `?wiat=30` would otherwise answer at once, silently. */
+export const approvalReadQuerySchema = z.strictObject({
+  wait: queryInteger('wait', 1, 30).optional().meta({ description: 'Seconds to hold the request while the approval is pending.' }),
 });
 
 export const approvalIdParamsSchema = z.object({ id: z.uuid() });
@@ -67,8 +61,8 @@ export const approvalViewSchema = z
     id: z.uuid(),
     status: z.enum(APPROVAL_STATUSES),
     action: z.string(),
-    payload: jsonObject,
-    context: jsonObject.optional(),
+    payload: jsonObject('payload'),
+    context: jsonObject('context').optional(),
     createdAt: z.iso.datetime(),
     expiresAt: z.iso.datetime().nullable(),
     feedback: z.string().nullable(),
@@ -85,8 +79,6 @@ export const approvalViewSchema = z
   })
   .meta({ id: 'ApprovalRequestView' });
 export type ApprovalView = z.output<typeof approvalViewSchema>;
-
-const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).transform((value) => new Date(value));
 
 /** Query of GET /v1/approvals (contract C8). Unknown parameters are refused: a misspelt filter would list everything. */
 export const approvalListQuerySchema = z
@@ -105,18 +97,18 @@ export const approvalListQuerySchema = z
       })
       .optional()
       .meta({ description: 'One status or a comma-separated list.' }),
-    action: z.string().min(1).max(200).optional(),
-    agent: z.string().min(1).max(200).optional(),
-    policyKey: z.string().min(1).max(200).optional(),
-    from: instant.optional().meta({ description: 'Created at or after (ISO 8601).' }),
-    to: instant.optional().meta({ description: 'Created at or before (ISO 8601).' }),
+    action: storableString('action').min(1).max(200).optional(),
+    agent: storableString('agent').min(1).max(200).optional(),
+    policyKey: storableString('policyKey').min(1).max(200).optional(),
+    from: storableInstant('from').optional().meta({ description: 'Created at or after (ISO 8601).' }),
+    to: storableInstant('to').optional().meta({ description: 'Created at or before (ISO 8601).' }),
     limit: z
       .string()
       .regex(/^\d{1,4}$/, 'limit must be an integer from 1 to 200')
       .transform(Number)
       .pipe(z.number().min(1, 'limit must be an integer from 1 to 200').max(200, 'limit must be an integer from 1 to 200'))
       .default(50),
-    cursor: z.string().min(1).max(200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+    cursor: storableString('cursor').min(1).max(200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
     decidable: z
       .enum(['true', 'false'])
       .transform((value) => value === 'true')

@@ -126,12 +126,11 @@ export class ApprovalService {
   private async govern(orgId: string, input: ApprovalCreateInput, fresh: boolean): Promise<Governing> {
     const { document, revision } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
     if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null };
-    const verdict = evaluatePolicy(document, {
-      action: input.action,
-      payload: input.payload,
-      agent: input.agent ?? null,
-      context: input.context ?? null,
-    });
+    const verdict = await evaluatePolicy(
+      document,
+      { action: input.action, payload: input.payload, agent: input.agent ?? null, context: input.context ?? null },
+      orgId,
+    );
     return { kind: 'policy', policy: document, verdict, policyRevision: revision };
   }
 

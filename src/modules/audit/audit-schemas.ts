@@ -1,31 +1,19 @@
 import { z } from 'zod';
-import { describeExpected, fieldName } from '../../lib/validation.js';
+import { queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
 import { AUDIT_EVENT_TYPES } from './audit-events.js';
 
 /** The CSV columns of contract C6, in order; also the keys of an exported event. */
 export const AUDIT_CSV_COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'] as const;
 
-const instantSchema = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()])
-  .transform((value) => new Date(value))
-  .meta({ description: 'ISO 8601 date-time with Z or an offset (or a date, meaning its UTC midnight).' });
-
-/** A query-string integer: digits only, so that `1e3`, `0x10`, ` 5` and `` are refused. */
-function queryInteger(min: number, max: number) {
-  const integer = z.number().int().min(min).max(max);
-  return z
-    .string()
-    .regex(/^\d{1,16}$/, { error: (issue) => `${fieldName(issue.path, 'query')} must be ${describeExpected(integer)}` })
-    .transform(Number)
-    .pipe(integer);
-}
+const instantSchema = (label: string) =>
+  storableInstant(label).meta({ description: 'ISO 8601 date-time with Z or an offset (or a date, meaning its UTC midnight).' });
 
 const filterShape = {
-  from: instantSchema.optional().meta({ description: 'Only events at or after this time.' }),
-  to: instantSchema.optional().meta({ description: 'Only events at or before this time.' }),
+  from: instantSchema('from').optional().meta({ description: 'Only events at or after this time.' }),
+  to: instantSchema('to').optional().meta({ description: 'Only events at or before this time.' }),
   type: z.enum(AUDIT_EVENT_TYPES).optional(),
-  action: z.string().min(1).max(200).optional().meta({ description: 'Only events whose data.action is exactly this.' }),
-  agent: z.string().min(1).max(200).optional().meta({ description: 'Only events whose data.agent is exactly this.' }),
+  action: storableString('action').min(1).max(200).optional().meta({ description: 'Only events whose data.action is exactly this.' }),
+  agent: storableString('agent').min(1).max(200).optional().meta({ description: 'Only events whose data.agent is exactly this.' }),
 };
 
 function toNotBeforeFrom(filters: { from?: Date; to?: Date }, ctx: z.RefinementCtx): void {
@@ -41,8 +29,10 @@ function toNotBeforeFrom(filters: { from?: Date; to?: Date }, ctx: z.RefinementC
 export const auditQuerySchema = z
   .strictObject({
     ...filterShape,
-    after: queryInteger(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Only events with a greater seq (the paging cursor).' }),
-    limit: queryInteger(1, 1000).default(500).meta({ description: 'Page size, 1-1000.' }),
+    after: queryInteger('after', 0, Number.MAX_SAFE_INTEGER)
+      .optional()
+      .meta({ description: 'Only events with a greater seq (the paging cursor).' }),
+    limit: queryInteger('limit', 1, 1000).default(500).meta({ description: 'Page size, 1-1000.' }),
     format: z.enum(['json', 'csv']).default('json'),
     checkpoints: z
       .enum(['true', 'false'])
@@ -141,8 +131,8 @@ export const checkpointSchema = z
   .meta({ id: 'AuditCheckpoint' });
 
 export const checkpointListQuerySchema = z.strictObject({
-  after: queryInteger(0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: 'Only checkpoints with a greater seq.' }),
-  limit: queryInteger(1, 1000).default(100).meta({ description: 'Page size, 1-1000.' }),
+  after: queryInteger('after', 0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: 'Only checkpoints with a greater seq.' }),
+  limit: queryInteger('limit', 1, 1000).default(100).meta({ description: 'Page size, 1-1000.' }),
 });
 
 export const checkpointListSchema = z.object({ checkpoints: z.array(checkpointSchema) }).meta({ id: 'AuditCheckpointList' });

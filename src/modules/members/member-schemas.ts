@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableString } from '../../lib/json-input.js';
 import { ROLES } from '../orgs/tenant.js';
 import { MIN_PASSWORD_LENGTH } from './passwords.js';
 
@@ -17,13 +18,16 @@ export const memberViewSchema = z
 export type MemberView = z.output<typeof memberViewSchema>;
 
 const email = z.email().max(320);
-const name = z.string().trim().min(1).max(200);
+const name = storableString('name').trim().min(1).max(200);
 const password = z.string().min(MIN_PASSWORD_LENGTH, `password must be at least ${MIN_PASSWORD_LENGTH} characters`).max(1024);
 
 export const memberCreateSchema = z.strictObject({ email, role: z.enum(ROLES), name: name.optional() }).meta({ id: 'MemberCreateInput' });
 export type MemberCreateInput = z.output<typeof memberCreateSchema>;
 
-export const slackIdentitySchema = z.strictObject({ teamId: z.string().min(1).max(64), userId: z.string().min(1).max(64) });
+export const slackIdentitySchema = z.strictObject({
+  teamId: storableString('teamId').min(1).max(64),
+  userId: storableString('userId').min(1).max(64),
+});
 
 export const memberUpdateSchema = z
   .strictObject({
@@ -42,7 +46,7 @@ export const memberIdParamsSchema = z.object({ id: z.uuid() });
 
 export const signInSchema = z
   .strictObject({
-    email: z.string().min(1).max(320),
+    email: storableString('email').min(1).max(320),
     password: z.string().min(1).max(1024),
     orgId: z.uuid().optional().meta({ description: 'Required when the email and password match members of several organizations.' }),
   })
@@ -50,7 +54,7 @@ export const signInSchema = z
 export type SignInInput = z.output<typeof signInSchema>;
 
 export const inviteAcceptSchema = z
-  .strictObject({ token: z.string().min(1).max(200), password, name: name.optional() })
+  .strictObject({ token: storableString('token').min(1).max(200), password, name: name.optional() })
   .meta({ id: 'InviteAcceptInput' });
 export type InviteAcceptInput = z.output<typeof inviteAcceptSchema>;
 

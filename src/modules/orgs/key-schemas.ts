@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableString } from '../../lib/json-input.js';
 import { SCOPES } from './tenant.js';
 
 export const apiKeyViewSchema = z
@@ -14,7 +15,7 @@ export type ApiKeyView = z.output<typeof apiKeyViewSchema>;
 
 export const apiKeyCreateSchema = z
   .strictObject({
-    name: z.string().trim().min(1).max(200).optional(),
+    name: storableString('name').trim().min(1).max(200).optional(),
     scopes: z
       .array(z.enum(SCOPES))
       .min(1)

@@ -1,13 +1,13 @@
 import { z } from 'zod';
+import { jsonObject, storableString } from '../../lib/json-input.js';
 
 export const MAX_TIMEOUT_SECONDS = 2_592_000;
 
-export const policyKeySchema = z.string().min(1).max(200);
+const policyKey = (label: string) => storableString(label).min(1).max(200);
 
 export const policyRuleSchema = z
   .object({
-    when: z
-      .string()
+    when: storableString('when')
       .min(1)
       .max(4096)
       .meta({ description: 'CEL expression over action, payload, agent and context; must return a boolean.' }),
@@ -46,7 +46,7 @@ export const policyDocumentSchema = z
     defaultOutcome: z.enum(['allow', 'review']).default('review'),
     timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(3600),
     onTimeout: z.enum(['expire', 'escalate']).default('expire'),
-    escalateTo: policyKeySchema.nullable().default(null),
+    escalateTo: policyKey('escalateTo').nullable().default(null),
     reviewers: reviewersSchema.default({ roles: ['reviewer', 'admin'], members: [] }),
     quorum: z.number().int().min(1).max(10).default(1).meta({ description: 'Distinct approvals a request needs; one rejection rejects.' }),
     allowSelfApproval: z
@@ -76,15 +76,15 @@ export type PolicyView = z.output<typeof policyViewSchema>;
 
 export const policyListSchema = z.object({ policies: z.array(policyViewSchema) }).meta({ id: 'PolicyList' });
 
-export const policyKeyParamsSchema = z.object({ key: policyKeySchema });
+export const policyKeyParamsSchema = z.object({ key: policyKey('key') });
 
 /** A request to try against a policy, stored or drafted, without creating anything (contract C12). */
 export const policyEvaluationInputSchema = z
   .strictObject({
-    action: z.string().min(1).max(200),
-    payload: z.record(z.string(), z.unknown()),
-    agent: z.string().min(1).max(200).nullish(),
-    context: z.record(z.string(), z.unknown()).nullish(),
+    action: storableString('action').min(1).max(200),
+    payload: jsonObject('payload'),
+    agent: storableString('agent').min(1).max(200).nullish(),
+    context: jsonObject('context').nullish(),
     policy: policyDocumentSchema.optional().meta({ description: 'A draft to evaluate instead of the stored policy.' }),
   })
   .meta({ id: 'PolicyEvaluationInput' });

@@ -57,7 +57,7 @@ export class PolicyService {
 
   /** Rules are compiled before anything is stored, so a bad expression never reaches evaluation. */
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
-    assertRulesCompile(document, '');
+    await assertRulesCompile(document, '', tenant.orgId);
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
@@ -73,9 +73,13 @@ export class PolicyService {
    */
   async evaluate(tenant: Tenant, key: string, { policy: draft, ...request }: PolicyEvaluationInput): Promise<PolicyEvaluation> {
     let document = draft;
-    if (document) assertRulesCompile(document, 'policy.');
+    if (document) await assertRulesCompile(document, 'policy.', tenant.orgId);
     else document = toDocument(await this.require(tenant, key));
-    const verdict = evaluatePolicy(document, { ...request, agent: request.agent ?? null, context: request.context ?? null });
+    const verdict = await evaluatePolicy(
+      document,
+      { ...request, agent: request.agent ?? null, context: request.context ?? null },
+      tenant.orgId,
+    );
     return { outcome: verdict.outcome, matchedRule: verdict.matchedRule, error: verdict.error ?? null };
   }
 
@@ -90,9 +94,9 @@ export class PolicyService {
   }
 }
 
-/** Every rule compiles and can return a boolean, or 422 naming each that does not (under `prefix`). */
-function assertRulesCompile(document: PolicyDocument, prefix: string): void {
-  const errors = checkPolicyRules(document).map((error) => ({ ...error, path: `${prefix}${error.path}` }));
+/** Every rule can be stored (see checkPolicyRules), or 422 naming each that cannot (under `prefix`). */
+async function assertRulesCompile(document: PolicyDocument, prefix: string, fairnessKey: string): Promise<void> {
+  const errors = (await checkPolicyRules(document, fairnessKey)).map((error) => ({ ...error, path: `${prefix}${error.path}` }));
   if (errors.length > 0) throw new ValidationError(errors, errors.map((error) => error.message).join('; '));
 }
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
+import { queryInteger, storableString } from '../../lib/json-input.js';
 import { WEBHOOK_EVENT_TYPES } from '../audit/audit-events.js';
 import { parseWebhookUrl, UnsafeWebhookUrlError } from './webhook-url-guard.js';
 
 /** The URL's form only; where its host resolves is checked by the service, which may need DNS. */
-const webhookUrlSchema = z
-  .string()
+const webhookUrlSchema = storableString('url')
   .max(2048)
   .superRefine((value, ctx) => {
     try {
@@ -65,8 +65,8 @@ export const webhookIdParamsSchema = z.object({ id: z.uuid() });
 
 export const webhookDeliveryParamsSchema = z.object({ id: z.uuid(), deliveryId: z.uuid() });
 
-export const webhookDeliveriesQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: 'How many deliveries, newest first.' }),
+export const webhookDeliveriesQuerySchema = z.strictObject({
+  limit: queryInteger('limit', 1, 100).default(50).meta({ description: 'How many deliveries, newest first.' }),
 });
 
 export const webhookDeliveryViewSchema = z

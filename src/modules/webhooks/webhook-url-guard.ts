@@ -1,53 +1,27 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
  * The SSRF guard of contract C5: webhook URLs must be absolute http(s) URLs whose host resolves
  * only to public addresses. Checked at registration and again at every delivery (DNS can change).
+ *
+ * An address is public when ipaddr.js classifies it as plain `unicast`: every special-purpose
+ * range it knows (private, loopback, link-local, carrier-grade NAT, documentation, multicast,
+ * unique and site-local, 6to4, Teredo, NAT64 including local-use 64:ff9b:1::/48, translated
+ * ::ffff:0:0/96, discard, reserved...) is refused. IPv4-mapped addresses (::ffff:a.b.c.d) are
+ * judged as the IPv4 address they carry. The deprecated IPv4-compatible form (::a.b.c.d),
+ * which ipaddr.js leaves in `unicast`, is refused as well: stacks may route it to IPv4.
  */
-const nonPublic = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, cloud metadata
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24], // documentation
-  ['192.88.99.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  nonPublic.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128],
-  ['64:ff9b::', 96], // NAT64
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const) {
-  nonPublic.addSubnet(network, prefix, 'ipv6');
-}
-
-// IPv4-mapped IPv6 addresses are judged by the IPv4 rules. (A BlockList rule for ::ffff:0:0/96
-// would be wrong: Node matches plain IPv4 addresses against it too, refusing all of IPv4.)
-const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i;
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
 export function isPublicAddress(address: string): boolean {
-  const mapped = IPV4_MAPPED.exec(address);
-  if (mapped) return isPublicAddress(mapped[1]!);
-  const family = isIP(address);
-  if (family === 0) return false;
-  return !nonPublic.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (isIP(address) === 0) return false;
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return isPublicAddress(v6.toIPv4Address().toString());
+  return v6.range() === 'unicast' && !v6.match(IPV4_COMPATIBLE);
 }
 
 export class UnsafeWebhookUrlError extends Error {
