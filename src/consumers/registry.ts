@@ -1,8 +1,11 @@
+import { approvalMailConsumer } from './approval-mail/approval-mail.js';
 import type { EventConsumer } from './consumer.js';
 import { endpointDisabledAlertConsumer } from './endpoint-disabled-alert/endpoint-disabled-alert.js';
 import { liveUpdatesConsumer } from './live-updates/live-updates.js';
 import { memberInviteMailConsumer } from './member-invite-mail/member-invite-mail.js';
 import { orphanAlertConsumer } from './orphan-alert/orphan-alert.js';
+import { slackPostConsumer } from './slack/slack-post.js';
+import { slackUpdateConsumer } from './slack/slack-update.js';
 import { webhookConsumer } from './webhooks/webhook-delivery.js';
 
 /** Every consumer of domain events; the outbox relay hands each event to those subscribed to it. */
@@ -12,4 +15,7 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   endpointDisabledAlertConsumer,
   memberInviteMailConsumer,
   liveUpdatesConsumer,
+  approvalMailConsumer,
+  slackPostConsumer,
+  slackUpdateConsumer,
 ];

@@ -3,9 +3,11 @@ import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
+import { mountDecisionLinks } from './links/link-routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
+import { integrationRoutes } from './routes/integration-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
@@ -13,6 +15,8 @@ import { memberRoutes } from './routes/member-routes.js';
 import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
+import { mountSlackInteractions } from './slack-interactions.js';
+import { SlackInteractions } from '../modules/slack/slack-interactions.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -43,6 +47,7 @@ export function createApp(services: Services): Express {
     ...memberRoutes(services.members),
     ...sessionRoutes(services.members),
     ...keyRoutes(services.orgs),
+    ...integrationRoutes(services.slack),
   ];
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
 
@@ -58,6 +63,9 @@ export function createApp(services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
+
+  mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
+  mountSlackInteractions(app, new SlackInteractions(services));
 
   const api = express.Router();
   mountRoutes(api, routes, {

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'not_a_reviewer'
   | 'self_approval'
   | 'channel_not_allowed'
+  | 'unavailable'
   | 'internal';
 
 export interface FieldError {
@@ -103,5 +104,12 @@ export class NotFoundError extends AppError {
 export class ConflictError extends AppError {
   constructor(detail: string) {
     super(409, 'conflict', 'Conflict', detail);
+  }
+}
+
+/** Something the request needs is not there now (an unconfigured key, a third party unreachable). */
+export class UnavailableError extends AppError {
+  constructor(detail: string) {
+    super(503, 'unavailable', 'Service unavailable', detail);
   }
 }
