@@ -318,6 +318,28 @@ describe('decision links', () => {
     expect((await approvalState(approval.id)).decidedBy).toMatchObject({ id: alice.id });
   });
 
+  it('refuse with their own reason a link that meets self-approval or a channel the policy leaves out', async () => {
+    // The service mails links only to members who may decide; these are issued by hand to show the pages.
+    const own = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: 'refund', payload: {}, policyKey: 'refunds', onBehalfOf: carol.email })
+        .expect(201)
+    ).body as { id: string; expiresAt: string };
+    const selfLink = (await env.services.decisionLinks.issue(org.orgId, own, carol.id)).approve;
+    const selfRefused = await confirmLink(env, selfLink);
+    expect(selfRefused.status).toBe(403);
+    expect(selfRefused.text).toContain('another reviewer must decide it');
+
+    const kept = await requestApproval('api-only');
+    const keptLink = (await env.services.decisionLinks.issue(org.orgId, kept, carol.id)).reject;
+    const channelRefused = await confirmLink(env, keptLink);
+    expect(channelRefused.status).toBe(403);
+    expect(channelRefused.text).toContain('does not allow decisions through email; decide it through api or console');
+    expect((await approvalState(own.id)).votes).toEqual([]);
+    expect((await approvalState(kept.id)).votes).toEqual([]);
+  });
+
   it('answer 409 to a member who voted in the console already', async () => {
     const approval = await requestApproval('two-eyes');
     await eventually(() => mailsAbout(approval.id).length === 3);

@@ -326,6 +326,26 @@ describe('POST /slack/interactions', () => {
     expect(await status(approval.id)).toMatchObject({ status: 'pending', votes: [] });
   });
 
+  it('refuses self-approval and a channel the policy leaves out, each with its own reason, privately', async () => {
+    const own = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: 'refund', payload: {}, policyKey: 'refunds', onBehalfOf: bob.email })
+        .expect(201)
+    ).body as { id: string };
+    const kept = await requestApproval('no-chat');
+    const before = slack.of('chat.postEphemeral').length;
+    await interact(buttonPress('approve', own.id, 'U0BOB')).expect(200);
+    const selfRefusal = await eventually(() => slack.of('chat.postEphemeral')[before]);
+    expect(selfRefusal.args.text).toContain('another reviewer must decide it');
+    await interact(buttonPress('reject', kept.id, 'U0CAROL')).expect(200);
+    const channelRefusal = await eventually(() => slack.of('chat.postEphemeral')[before + 1]);
+    expect(channelRefusal.args).toMatchObject({ user: 'U0CAROL' });
+    expect(channelRefusal.args.text).toContain('does not allow decisions through slack; decide it through api or console or email');
+    expect((await status(own.id)).votes).toEqual([]);
+    expect((await status(kept.id)).votes).toEqual([]);
+  });
+
   it('rejects through the modal: Reject opens it, its submission decides with the feedback', async () => {
     const approval = await requestApproval();
     await postedFor(approval.id);
