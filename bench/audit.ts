@@ -136,7 +136,7 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
   const { orgId, key } = org!;
 
   log(`appending ${EVENTS} events to one organization's chain in SQL ...`);
-  const data = createDataLayer(dbUrl, 2, () => {});
+  const data = createDataLayer(dbUrl, { size: 2, connectTimeoutMs: 5_000, queryTimeoutMs: 600_000 }, () => {});
   const generation = await timed(() => appendSyntheticAuditEvents(data.sql, orgId, EVENTS));
   await data.db.$executeRawUnsafe('VACUUM ANALYZE audit_events');
   await data.close();

@@ -120,7 +120,7 @@ export interface BenchOrg {
 
 /** Organizations on the `pro` plan (no monthly limit), each with one key holding every scope. */
 export async function createOrgs(dbUrl: string, count: number): Promise<BenchOrg[]> {
-  const data = createDataLayer(dbUrl, 5, () => {});
+  const data = createDataLayer(dbUrl, { size: 5, connectTimeoutMs: 5_000, queryTimeoutMs: 600_000 }, () => {});
   try {
     const orgs = new OrgService(data);
     return await mapConcurrent(

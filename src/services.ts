@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, type Database, type Sql } from './data/database.js';
+import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
 import type { EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { JobQueues } from './jobs/job-queues.js';
@@ -15,6 +15,8 @@ import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
 import { DecisionLinkService } from './modules/links/decision-link-service.js';
+import { CheckpointService } from './modules/audit/checkpoint-service.js';
+import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
 import { MemberService } from './modules/members/member-service.js';
 import { NotificationStore } from './modules/notifications/notification-store.js';
 import { OrgService } from './modules/orgs/org-service.js';
@@ -64,10 +66,14 @@ export interface Services {
   decisionLinks: DecisionLinkService;
   slack: SlackService;
   slackRateLimiter: SlackRateLimiter;
+  checkpoints: CheckpointService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
 }
+
+/** Readiness answers within this: a database or Redis that hangs is as unready as one that refuses. */
+const READINESS_TIMEOUT_MS = 1_000;
 
 export async function createServices(
   config: Config,
@@ -75,7 +81,7 @@ export async function createServices(
   role: ProcessRole,
   { consumers = CONSUMERS }: { consumers?: readonly EventConsumer<any>[] } = {},
 ): Promise<Services> {
-  const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE, (error) =>
+  const data = createDataLayer(config.DATABASE_URL, poolOptionsOf(config), (error) =>
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
   const { db, sql } = data;
@@ -105,7 +111,8 @@ export async function createServices(
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
   });
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
-  const audit = new AuditService(data, { jobs, logger }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
+  const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
+  const audit = new AuditService(data, { jobs, logger, checkpoints }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
   const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
 
   return {
@@ -133,15 +140,17 @@ export async function createServices(
     decisionLinks: new DecisionLinkService(sql, approvals, { publicUrl: config.PUBLIC_URL }),
     slack: new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger }),
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
+    checkpoints,
     async checkReadiness() {
+      const answers = (check: Promise<boolean>, what: string) => withTimeout(check, READINESS_TIMEOUT_MS, what).catch(() => false);
       const [postgres, redisUp] = await Promise.all([
-        db.$queryRaw`SELECT 1`.then(
-          () => true,
-          () => false,
+        answers(
+          sql.query(null, 'SELECT 1', []).then(() => true),
+          'database readiness',
         ),
-        redis.ping().then(
-          (reply) => reply === 'PONG',
-          () => false,
+        answers(
+          redis.ping().then((reply) => reply === 'PONG'),
+          'redis readiness',
         ),
       ]);
       return { postgres, redis: redisUp };

@@ -1,3 +1,4 @@
+import { auditCheckpointsConsumer } from './audit-checkpoints/audit-checkpoints.js';
 import { approvalMailConsumer } from './approval-mail/approval-mail.js';
 import type { EventConsumer } from './consumer.js';
 import { endpointDisabledAlertConsumer } from './endpoint-disabled-alert/endpoint-disabled-alert.js';
@@ -18,4 +19,5 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   approvalMailConsumer,
   slackPostConsumer,
   slackUpdateConsumer,
+  auditCheckpointsConsumer,
 ];

@@ -1,6 +1,15 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { z } from 'zod';
-import { AppError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
+import { isDatabaseUnavailable } from '../data/database-errors.js';
+import {
+  AppError,
+  MethodNotAllowedError,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+  type ErrorCode,
+  type FieldError,
+} from '../lib/errors.js';
 
 export const problemSchema = z
   .object({
@@ -33,6 +42,11 @@ export const notFoundHandler: RequestHandler = (req) => {
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   if (error instanceof ValidationError) {
     return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
+  }
+  if (error instanceof MethodNotAllowedError) res.setHeader('allow', error.allow.join(', '));
+  if (!(error instanceof AppError) && isDatabaseUnavailable(error)) {
+    req.log.warn({ err: error }, 'database unavailable');
+    return errorHandler(new UnavailableError(), req, res, _next);
   }
   if (error instanceof AppError) {
     res.set(error.headers);

@@ -15,6 +15,7 @@ const TASKS = [
   'sweep-consumer-tasks',
   'prune-sign-in-records',
   'prune-decision-links',
+  'checkpoint-grown-chains',
 ] as const;
 
 /** Ended sessions, expired invites and links, old sign-in failures are only clutter: an hourly prune is plenty. */
@@ -37,6 +38,7 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
         ['sweep-consumer-tasks', config.CONSUMER_SWEEP_INTERVAL_MS],
         ['prune-sign-in-records', PRUNE_INTERVAL_MS],
         ['prune-decision-links', PRUNE_INTERVAL_MS],
+        ['checkpoint-grown-chains', config.AUDIT_CHECKPOINT_SECONDS * 1000],
       ] as const
     ).map(([task, everyMs]) => ({ id: task, payload: { task }, everyMs })),
   processor:
@@ -53,6 +55,8 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
           return { pruned: await services.members.prune() };
         case 'prune-decision-links':
           return { pruned: await services.decisionLinks.prune() };
+        case 'checkpoint-grown-chains':
+          return { signed: await services.checkpoints.checkpointGrownChains(SWEEP_BATCH) };
       }
     },
 });

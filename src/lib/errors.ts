@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'payment_required'
   | 'payload_too_large'
@@ -77,6 +78,15 @@ export class DecisionRefusedError extends AppError {
   }
 }
 
+/** The database is away: nothing was done, and the same request can be sent again shortly. */
+export class UnavailableError extends AppError {
+  constructor(retryAfterSeconds = 5) {
+    super(503, 'unavailable', 'Service unavailable', 'The database cannot be reached right now; nothing was changed. Retry shortly.', {
+      'retry-after': String(retryAfterSeconds),
+    });
+  }
+}
+
 export class GoneError extends AppError {
   constructor(detail: string) {
     super(410, 'gone', 'Gone', detail);
@@ -101,14 +111,24 @@ export class NotFoundError extends AppError {
   }
 }
 
+export class MethodNotAllowedError extends AppError {
+  constructor(
+    /** The methods the path does answer, for the `allow` header. */
+    readonly allow: readonly string[],
+    detail: string,
+  ) {
+    super(405, 'method_not_allowed', 'Method not allowed', detail);
+  }
+}
+
 export class ConflictError extends AppError {
   constructor(detail: string) {
     super(409, 'conflict', 'Conflict', detail);
   }
 }
 
-/** Something the request needs is not there now (an unconfigured key, a third party unreachable). */
-export class UnavailableError extends AppError {
+/** Something else the request needs is not there now: a key not configured, a third party unreachable. */
+export class DependencyUnavailableError extends AppError {
   constructor(detail: string) {
     super(503, 'unavailable', 'Service unavailable', detail);
   }

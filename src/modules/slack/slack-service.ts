@@ -1,6 +1,6 @@
 import { WebAPIPlatformError, type WebClient } from '@slack/web-api';
 import type { Database } from '../../data/database.js';
-import { NotFoundError, UnavailableError, ValidationError } from '../../lib/errors.js';
+import { NotFoundError, DependencyUnavailableError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { SlackIntegration } from '../../generated/prisma/client.js';
@@ -45,7 +45,7 @@ export class SlackService {
   async connect(tenant: Tenant, input: SlackIntegrationInput): Promise<SlackIntegrationView> {
     const secrets = this.options.secrets;
     if (!secrets) {
-      throw new UnavailableError(
+      throw new DependencyUnavailableError(
         'Slack cannot be connected: SECRETS_ENCRYPTION_KEY is not set, and the bot token must not be stored unsealed.',
       );
     }
@@ -137,7 +137,7 @@ export class SlackService {
         throw new ValidationError([{ path: 'botToken', message: `Slack refused the bot token: ${error.data.error}.` }]);
       }
       if (error instanceof ValidationError) throw error;
-      throw new UnavailableError(`Slack could not be reached to check the bot token (${(error as Error).message}); try again.`);
+      throw new DependencyUnavailableError(`Slack could not be reached to check the bot token (${(error as Error).message}); try again.`);
     }
   }
 }
