@@ -52,8 +52,15 @@ afterAll(async () => {
   await smtp?.close();
 });
 
-async function requestApproval(policyKey: string, payload: Record<string, unknown> = { amount: 120, currency: 'EUR' }) {
-  const res = await org.request('post', '/v1/approvals').send({ action: 'refund', payload, policyKey, agent: 'billing-bot' }).expect(201);
+async function requestApproval(
+  policyKey: string,
+  payload: Record<string, unknown> = { amount: 120, currency: 'EUR' },
+  extra: { onBehalfOf?: string } = {},
+) {
+  const res = await org
+    .request('post', '/v1/approvals')
+    .send({ action: 'refund', payload, policyKey, agent: 'billing-bot', ...extra })
+    .expect(201);
   return res.body as { id: string; expiresAt: string; status: string };
 }
 
@@ -320,12 +327,7 @@ describe('decision links', () => {
 
   it('refuse with their own reason a link that meets self-approval or a channel the policy leaves out', async () => {
     // The service mails links only to members who may decide; these are issued by hand to show the pages.
-    const own = (
-      await org
-        .request('post', '/v1/approvals')
-        .send({ action: 'refund', payload: {}, policyKey: 'refunds', onBehalfOf: carol.email })
-        .expect(201)
-    ).body as { id: string; expiresAt: string };
+    const own = await requestApproval('refunds', {}, { onBehalfOf: carol.email });
     const selfLink = (await env.services.decisionLinks.issue(org.orgId, own, carol.id)).approve;
     const selfRefused = await confirmLink(env, selfLink);
     expect(selfRefused.status).toBe(403);

@@ -91,11 +91,11 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-async function requestApproval(policyKey = 'refunds') {
+async function requestApproval(policyKey = 'refunds', extra: { onBehalfOf?: string } = {}) {
   return (
     await org
       .request('post', '/v1/approvals')
-      .send({ action: 'refund', payload: { amount: 120 }, policyKey, agent: 'billing-bot' })
+      .send({ action: 'refund', payload: { amount: 120 }, policyKey, agent: 'billing-bot', ...extra })
       .expect(201)
   ).body as { id: string; status: string };
 }
@@ -327,12 +327,7 @@ describe('POST /slack/interactions', () => {
   });
 
   it('refuses self-approval and a channel the policy leaves out, each with its own reason, privately', async () => {
-    const own = (
-      await org
-        .request('post', '/v1/approvals')
-        .send({ action: 'refund', payload: {}, policyKey: 'refunds', onBehalfOf: bob.email })
-        .expect(201)
-    ).body as { id: string };
+    const own = await requestApproval('refunds', { onBehalfOf: bob.email });
     const kept = await requestApproval('no-chat');
     const before = slack.of('chat.postEphemeral').length;
     await interact(buttonPress('approve', own.id, 'U0BOB')).expect(200);

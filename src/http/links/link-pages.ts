@@ -134,17 +134,21 @@ const GONE: Record<'unknown' | 'expired' | 'used', { title: string; text: string
   },
 };
 
-function gonePage(reason: keyof typeof GONE, consolePage: string): LinkPage {
-  const { title, text } = GONE[reason];
+/** A page that says one thing: its title as the heading, a message, and what follows (the request, a link). */
+function messagePage(status: number, title: string, message: Html, after: Html | string = ''): LinkPage {
   return {
-    status: 410,
+    status,
     body: layout(
       title,
       html`<h1>${title}</h1>
-        <p>${text}</p>
-        ${consoleLink(consolePage)}`,
+        ${message}${after}`,
     ),
   };
+}
+
+function gonePage(reason: keyof typeof GONE, consolePage: string): LinkPage {
+  const { title, text } = GONE[reason];
+  return messagePage(410, title, html`<p>${text}</p>`, consoleLink(consolePage));
 }
 
 /** GET /d/<token>: what the link shows; never changes anything. */
@@ -181,61 +185,42 @@ export function outcomePage(outcome: LinkOutcome, urls: { console: (approvalId: 
         ),
       };
     case 'refused':
-      return {
-        status: 403,
-        body: layout(
-          'You may not decide this request',
-          html`<h1>You may not decide this request</h1>
-            <p class="notice warning">${outcome.refusal.message}</p>
-            ${facts(outcome.approval)}${consoleLink(urls.console(outcome.approval.id))}`,
-        ),
-      };
+      return messagePage(
+        403,
+        'You may not decide this request',
+        html`<p class="notice warning">${outcome.refusal.message}</p>`,
+        html`${facts(outcome.approval)}${consoleLink(urls.console(outcome.approval.id))}`,
+      );
     case 'already_voted':
-      return {
-        status: 409,
-        body: layout(
-          'You voted already',
-          html`<h1>You voted on this request already</h1>
-            <p class="notice">Each reviewer votes once; nothing was changed. ${describeOutcome(outcome.approval)}</p>
-            ${consoleLink(urls.console(outcome.approval.id))}`,
-        ),
-      };
+      return messagePage(
+        409,
+        'You voted on this request already',
+        html`<p class="notice">Each reviewer votes once; nothing was changed. ${describeOutcome(outcome.approval)}</p>`,
+        consoleLink(urls.console(outcome.approval.id)),
+      );
     case 'decided': {
       const { approval, verdict } = outcome;
       const title = approval.status === 'pending' ? 'Your approval is recorded' : `Request ${verdictWord(verdict).past}`;
-      return {
-        status: 200,
-        body: layout(
-          title,
-          html`<h1>${title}</h1>
-            <p class="notice">${describeOutcome(approval)}</p>
-            ${facts(approval)}${consoleLink(urls.console(approval.id))}`,
-        ),
-      };
+      return messagePage(
+        200,
+        title,
+        html`<p class="notice">${describeOutcome(approval)}</p>`,
+        html`${facts(approval)}${consoleLink(urls.console(approval.id))}`,
+      );
     }
   }
 }
 
 /** A form this page did not make (feedback too long, say): 422, nothing changes. */
 export function invalidFormPage(message: string): LinkPage {
-  return {
-    status: 422,
-    body: layout(
-      'The form could not be used',
-      html`<h1>The form could not be used</h1>
-        <p>${message} Nothing was decided.</p>`,
-    ),
-  };
+  return messagePage(422, 'The form could not be used', html`<p>${message} Nothing was decided.</p>`);
 }
 
 /** Anything unexpected: no details, no stack trace; the log has them. */
 export function failurePage(): LinkPage {
-  return {
-    status: 500,
-    body: layout(
-      'Something went wrong',
-      html`<h1>Something went wrong</h1>
-        <p>The service could not handle this link just now; it has been logged. Open the link again in a moment.</p>`,
-    ),
-  };
+  return messagePage(
+    500,
+    'Something went wrong',
+    html`<p>The service could not handle this link just now; it has been logged. Open the link again in a moment.</p>`,
+  );
 }
