@@ -67,6 +67,18 @@ const environmentSchema = z.object({
   METRICS_TOKEN: z.string().min(16).optional(),
   /** Where a worker process serves its /metrics (with METRICS_TOKEN); web processes serve theirs on PORT. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Base URL of the Slack Web API; tests point it at a local stand-in. */
+  SLACK_API_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
+  /** At most one Slack message (post or update) per channel this often, across all workers (Slack allows about one a second). */
+  SLACK_MESSAGE_INTERVAL_MS: positiveInt.default(1_000),
+  /**
+   * 32 random bytes, base64: seals integration secrets (Slack's bot token and signing secret) at
+   * rest with AES-256-GCM. Without it no Slack workspace can be connected.
+   */
+  SECRETS_ENCRYPTION_KEY: z
+    .string()
+    .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .optional(),
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),

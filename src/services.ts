@@ -15,13 +15,18 @@ import { ApprovalFeed } from './modules/approvals/approval-feed.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
+import { DecisionLinkService } from './modules/links/decision-link-service.js';
 import { CheckpointService } from './modules/audit/checkpoint-service.js';
 import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
 import { MemberService } from './modules/members/member-service.js';
+import { NotificationStore } from './modules/notifications/notification-store.js';
 import { OrgService } from './modules/orgs/org-service.js';
 import { OutboxSignal } from './modules/outbox/outbox-signal.js';
 import { OutboxStore } from './modules/outbox/outbox-store.js';
 import { PolicyService } from './modules/policies/policy-service.js';
+import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
+import { SlackService } from './modules/slack/slack-service.js';
+import { SecretBox } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
 import { DeliveryStore } from './modules/webhooks/delivery-store.js';
 import { EndpointSlots } from './modules/webhooks/endpoint-slots.js';
@@ -58,6 +63,11 @@ export interface Services {
   webhooks: WebhookService;
   deliveries: DeliveryService;
   audit: AuditService;
+  /** Who was told about which approval on which channel (contract C11). */
+  notifications: NotificationStore;
+  decisionLinks: DecisionLinkService;
+  slack: SlackService;
+  slackRateLimiter: SlackRateLimiter;
   checkpoints: CheckpointService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
@@ -116,6 +126,7 @@ export async function createServices(
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(data, { jobs, logger, checkpoints }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
+  const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
 
   return {
     config,
@@ -139,6 +150,10 @@ export async function createServices(
     webhooks,
     deliveries,
     audit,
+    notifications: new NotificationStore(sql),
+    decisionLinks: new DecisionLinkService(sql, approvals, { publicUrl: config.PUBLIC_URL }),
+    slack: new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger }),
+    slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
     async checkReadiness() {
       const answers = (check: Promise<boolean>, what: string) => withTimeout(check, READINESS_TIMEOUT_MS, what).catch(() => false);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob, isLastAttempt, type JobDefinition, type JobOptions } from '../jobs/job.js';
+import { defineJob, deferOrRethrow, isLastAttempt, RetryLater, type JobDefinition, type JobOptions } from '../jobs/job.js';
 import type { Config } from '../config.js';
 import type { DomainEventType } from '../modules/audit/audit-events.js';
 import type { DomainEvent } from '../modules/outbox/domain-events.js';
@@ -37,7 +37,10 @@ export interface EventHandlerSpec {
   events: readonly DomainEventType[];
   accepts?: (event: DomainEvent, config: Config) => boolean;
   options: JobOptions;
-  /** Acts on one event; throwing retries it with the options' backoff. Built once per worker. */
+  /**
+   * Acts on one event; throwing retries it with the options' backoff, throwing RetryLater runs it
+   * again after the wait it names, without counting an attempt. Built once per worker.
+   */
   handle: (services: Services) => (event: DomainEvent) => Promise<unknown>;
 }
 
@@ -58,7 +61,7 @@ export function defineEventHandler(
     processor: (services) => {
       const handle = spec.handle(services);
       const tasks = services.consumerTasks;
-      return async ({ eventId }, bullJob) => {
+      return async ({ eventId }, bullJob, token) => {
         if (!(await tasks.begin(eventId, spec.name))) return { skipped: 'task is no longer pending' };
         try {
           const [event] = await services.outbox.load([eventId]);
@@ -66,6 +69,7 @@ export function defineEventHandler(
           await tasks.complete(eventId, spec.name);
           return result;
         } catch (error) {
+          if (error instanceof RetryLater) return deferOrRethrow(error, bullJob, token);
           if (isLastAttempt(bullJob)) await tasks.fail(eventId, spec.name, error instanceof Error ? error.message : String(error));
           throw error;
         }

@@ -1,9 +1,12 @@
 import { auditCheckpointsConsumer } from './audit-checkpoints/audit-checkpoints.js';
+import { approvalMailConsumer } from './approval-mail/approval-mail.js';
 import type { EventConsumer } from './consumer.js';
 import { endpointDisabledAlertConsumer } from './endpoint-disabled-alert/endpoint-disabled-alert.js';
 import { liveUpdatesConsumer } from './live-updates/live-updates.js';
 import { memberInviteMailConsumer } from './member-invite-mail/member-invite-mail.js';
 import { orphanAlertConsumer } from './orphan-alert/orphan-alert.js';
+import { slackPostConsumer } from './slack/slack-post.js';
+import { slackUpdateConsumer } from './slack/slack-update.js';
 import { webhookConsumer } from './webhooks/webhook-delivery.js';
 
 /** Every consumer of domain events; the outbox relay hands each event to those subscribed to it. */
@@ -13,5 +16,8 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   endpointDisabledAlertConsumer,
   memberInviteMailConsumer,
   liveUpdatesConsumer,
+  approvalMailConsumer,
+  slackPostConsumer,
+  slackUpdateConsumer,
   auditCheckpointsConsumer,
 ];

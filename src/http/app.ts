@@ -4,9 +4,11 @@ import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
 import { metricsHandler, recordRequests } from './metrics-endpoint.js';
+import { mountDecisionLinks } from './links/link-routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
+import { integrationRoutes } from './routes/integration-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
@@ -14,6 +16,8 @@ import { memberRoutes } from './routes/member-routes.js';
 import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
+import { mountSlackInteractions } from './slack-interactions.js';
+import { SlackInteractions } from '../modules/slack/slack-interactions.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -52,6 +56,7 @@ export function createApp(services: Services): Express {
     ...memberRoutes(services.members),
     ...sessionRoutes(services.members),
     ...keyRoutes(services.orgs),
+    ...integrationRoutes(services.slack),
   ];
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
 
@@ -68,6 +73,9 @@ export function createApp(services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
+
+  mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
+  mountSlackInteractions(app, new SlackInteractions(services));
 
   const api = express.Router();
   mountRoutes(api, routes, {

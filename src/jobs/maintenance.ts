@@ -14,10 +14,11 @@ const TASKS = [
   'sweep-stalled-deliveries',
   'sweep-consumer-tasks',
   'prune-sign-in-records',
+  'prune-decision-links',
   'checkpoint-grown-chains',
 ] as const;
 
-/** Ended sessions, expired invites and old sign-in failures are only clutter: an hourly prune is plenty. */
+/** Ended sessions, expired invites and links, old sign-in failures are only clutter: an hourly prune is plenty. */
 const PRUNE_INTERVAL_MS = 3_600_000;
 
 /**
@@ -36,6 +37,7 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
         ['sweep-stalled-deliveries', config.DELIVERY_SWEEP_INTERVAL_MS],
         ['sweep-consumer-tasks', config.CONSUMER_SWEEP_INTERVAL_MS],
         ['prune-sign-in-records', PRUNE_INTERVAL_MS],
+        ['prune-decision-links', PRUNE_INTERVAL_MS],
         ['checkpoint-grown-chains', config.AUDIT_CHECKPOINT_SECONDS * 1000],
       ] as const
     ).map(([task, everyMs]) => ({ id: task, payload: { task }, everyMs })),
@@ -51,6 +53,8 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
           return resumeStalledTasks(services, SWEEP_BATCH);
         case 'prune-sign-in-records':
           return { pruned: await services.members.prune() };
+        case 'prune-decision-links':
+          return { pruned: await services.decisionLinks.prune() };
         case 'checkpoint-grown-chains':
           return { signed: await services.checkpoints.checkpointGrownChains(SWEEP_BATCH) };
       }

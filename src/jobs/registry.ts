@@ -1,5 +1,6 @@
 import type { EventConsumer } from '../consumers/consumer.js';
 import { CONSUMERS } from '../consumers/registry.js';
+import { slackEphemeralJob } from './slack-ephemeral.js';
 import { approvalExpiryJob } from './approval-expiry.js';
 import { auditExportJob } from './audit-export.js';
 import type { JobDefinition } from './job.js';
@@ -10,7 +11,13 @@ import { maintenanceJob } from './maintenance.js';
  * worker concurrency and Bull Board's list all come from here.
  */
 export function jobsFor(consumers: readonly EventConsumer<any>[]): JobDefinition<any>[] {
-  return [approvalExpiryJob, maintenanceJob, auditExportJob, ...consumers.flatMap((consumer) => (consumer.job ? [consumer.job] : []))];
+  return [
+    approvalExpiryJob,
+    maintenanceJob,
+    auditExportJob,
+    slackEphemeralJob,
+    ...consumers.flatMap((consumer) => (consumer.job ? [consumer.job] : [])),
+  ];
 }
 
 export const JOBS = jobsFor(CONSUMERS);

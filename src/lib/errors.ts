@@ -16,11 +16,11 @@ export type ErrorCode =
   | 'bad_request'
   | 'rate_limited'
   | 'gone'
-  | 'unavailable'
   | 'csrf_failed'
   | 'not_a_reviewer'
   | 'self_approval'
   | 'channel_not_allowed'
+  | 'unavailable'
   | 'internal';
 
 export interface FieldError {
@@ -127,5 +127,12 @@ export class MethodNotAllowedError extends AppError {
 export class ConflictError extends AppError {
   constructor(detail: string) {
     super(409, 'conflict', 'Conflict', detail);
+  }
+}
+
+/** Something else the request needs is not there now: a key not configured, a third party unreachable. */
+export class DependencyUnavailableError extends AppError {
+  constructor(detail: string) {
+    super(503, 'unavailable', 'Service unavailable', detail);
   }
 }

@@ -6,6 +6,8 @@ export interface MailMessage {
   to: string[];
   subject: string;
   text: string;
+  /** An HTML alternative of `text`, for clients that show it. */
+  html?: string;
 }
 
 export interface Mailer {
@@ -36,4 +38,20 @@ export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM'>, log
       transport.close();
     },
   };
+}
+
+/** Failures that happen before the server could have taken the message: no connection, a refused login, sender or recipient. */
+const BEFORE_DATA = new Set(['EDNS', 'EAUTH', 'EENVELOPE', 'EMESSAGE', 'ETLS']);
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether a failed send proves the message was not accepted, so that sending it again cannot
+ * deliver it twice: the server answered with an SMTP error code (SMTP accepts a message only with
+ * the 250 after its data), or the failure came before any data. A connection lost, or a timeout,
+ * after the data was handed over proves nothing: the server may have accepted it.
+ */
+export function mailNotAccepted(error: unknown): boolean {
+  const failure = error as { responseCode?: unknown; code?: unknown; originalCode?: unknown };
+  if (typeof failure.responseCode === 'number' && failure.responseCode >= 400) return true;
+  return BEFORE_DATA.has(String(failure.code)) || NEVER_CONNECTED.has(String(failure.originalCode ?? failure.code));
 }

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
 export interface ReceivedMail {
@@ -7,61 +8,64 @@ export interface ReceivedMail {
   from: string;
   subject: string;
   text: string;
+  /** The HTML part, when the mail has one. */
+  html: string | null;
 }
 
-/** A real SMTP server on an ephemeral port that keeps what it receives, or refuses every recipient. */
-export async function startSmtpServer({ refuseRecipients = false } = {}) {
+export interface SmtpServerOptions {
+  /** Refuses every recipient, or those this picks (550 for all, 451 for picked ones: try later). */
+  refuseRecipients?: boolean | ((address: string) => boolean);
+  /**
+   * Mails it keeps without ever answering the end of their data, as a server would that a sender
+   * lost mid-send: received, but the sender never learns it. Answered when the server closes.
+   */
+  hold?: (mail: ReceivedMail) => boolean;
+}
+
+/** A real SMTP server on an ephemeral port that keeps what it receives (parsed by mailparser). */
+export async function startSmtpServer({ refuseRecipients = false, hold = () => false }: SmtpServerOptions = {}) {
   const received: ReceivedMail[] = [];
+  const held: (() => void)[] = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
-    onRcptTo(_address, _session, callback) {
-      callback(refuseRecipients ? Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }) : null);
+    onRcptTo(address, _session, callback) {
+      if (refuseRecipients === true) return callback(Object.assign(new Error('Mailbox unavailable'), { responseCode: 550 }));
+      if (refuseRecipients && refuseRecipients(address.address))
+        return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
+      callback(null);
     },
     onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        const to = session.envelope.rcptTo.map((address) => address.address);
-        received.push({ to, ...parseMessage(Buffer.concat(chunks).toString('utf8')) });
-        callback();
-      });
+      const to = session.envelope.rcptTo.map((address) => address.address);
+      simpleParser(stream).then(
+        (parsed) => {
+          const mail: ReceivedMail = {
+            to,
+            from: parsed.from?.value.map(({ name, address }) => (name ? `${name} <${address}>` : (address ?? ''))).join(', ') ?? '',
+            subject: parsed.subject ?? '',
+            text: (parsed.text ?? '').replace(/\r\n/g, '\n'),
+            html: typeof parsed.html === 'string' ? parsed.html : null,
+          };
+          received.push(mail);
+          if (hold(mail)) held.push(() => callback());
+          else callback();
+        },
+        (error: Error) => callback(error),
+      );
     },
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
-  return { url, received, close: () => new Promise<void>((resolve) => server.close(resolve)) };
+  return {
+    url,
+    received,
+    close: () =>
+      new Promise<void>((resolve) => {
+        held.splice(0).forEach((answer) => answer());
+        server.close(resolve);
+      }),
+  };
 }
-
-/** Just enough MIME for a single-part text mail from nodemailer: headers (RFC 2047 words too), and a 7bit, QP or base64 body. */
-function parseMessage(raw: string): Omit<ReceivedMail, 'to'> {
-  const split = raw.indexOf('\r\n\r\n');
-  const headers = raw.slice(0, split).replace(/\r\n(?=[ \t])/g, '');
-  const body = raw.slice(split + 4);
-  const header = (name: string) =>
-    headers
-      .split('\r\n')
-      .find((line) => line.toLowerCase().startsWith(`${name}:`))
-      ?.slice(name.length + 1)
-      .trim() ?? '';
-  const encoding = header('content-transfer-encoding').toLowerCase();
-  const text =
-    encoding === 'quoted-printable' ? decodeQuotedPrintable(body.replace(/=\r\n/g, '')) : encoding === 'base64' ? decodeBase64(body) : body;
-  return { from: decodeWords(header('from')), subject: decodeWords(header('subject')), text: text.replace(/\r\n/g, '\n') };
-}
-
-const decodeQuotedPrintable = (value: string) =>
-  Buffer.from(
-    value.replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
-    'latin1',
-  ).toString('utf8');
-const decodeBase64 = (value: string) => Buffer.from(value, 'base64').toString('utf8');
-const decodeWords = (value: string) =>
-  value
-    .replace(/\?=\s+=\?/g, '?==?')
-    .replace(/=\?utf-8\?([qb])\?([^?]*)\?=/gi, (_, kind: string, word: string) =>
-      kind.toLowerCase() === 'q' ? decodeQuotedPrintable(word.replace(/_/g, ' ')) : decodeBase64(word),
-    );
 
 export type SmtpServer = Awaited<ReturnType<typeof startSmtpServer>>;

@@ -10,6 +10,7 @@ const descriptions: Record<number, string> = {
   410: 'Gone: the invite or link is unknown, used or expired.',
   422: 'The request failed validation; `errors` names each field.',
   429: 'Too many attempts; `retry-after` says when to try again.',
+  503: 'Something the operation needs is unavailable now (see `detail`).',
 };
 
 /** Problem-details responses for the OpenAPI document. */

@@ -1,5 +1,6 @@
 import type { MemberService, SignedIn } from '../../modules/members/member-service.js';
 import { inviteAcceptSchema, sessionViewSchema, signInSchema } from '../../modules/members/member-schemas.js';
+import { slackLinkInputSchema } from '../../modules/slack/slack-schemas.js';
 import { defineRoute, type Reply } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
@@ -39,6 +40,18 @@ export function sessionRoutes(members: MemberService) {
       handler: async ({ tenant }) => {
         await members.signOut(tenant);
         return { status: 204, session: 'clear' };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/session/slack-link',
+      summary: 'Link the Slack account of a link sent in Slack to the signed-in member',
+      auth: 'session',
+      body: slackLinkInputSchema,
+      responses: { 204: { description: 'Linked.' }, ...problemResponses(401, 403, 409, 410, 422) },
+      handler: async ({ tenant, body }) => {
+        await members.linkSlack(tenant, body.token);
+        return { status: 204 };
       },
     }),
     defineRoute({

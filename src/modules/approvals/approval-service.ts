@@ -19,6 +19,7 @@ import {
   type CreateOutcome,
   type DecisionRefusal,
   type MonthlyQuota,
+  type VoteOutcome,
   type VoterRecord,
 } from './approval-store.js';
 import type { Actor } from '../audit/audit-events.js';
@@ -310,26 +311,48 @@ export class ApprovalService {
 
     const { vote, recorded, settling } = voteOn(approval, decision, voter.actor, now);
     const outcome = await store.castVote(id, voterRecord(voter), voter.channel, vote, recorded, settling);
-    switch (outcome) {
-      case 'not_pending':
-        throw new ConflictError(`Approval ${id} was settled by another decision or expired.`);
-      case 'duplicate_voter':
-        throw new ConflictError(`You already voted on approval ${id}; each reviewer votes once.`);
-      case 'recorded':
-      case 'settled':
-        break;
-      default:
-        throw new DecisionRefusedError(outcome, REFUSALS[outcome](approval, voter));
-    }
+    throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
     return toApprovalView(await this.require(store, id));
+  }
+
+  /**
+   * Throws what `decide` would throw for this voter now (refused, settled, voted already), without
+   * voting: for a surface that asks something more before the vote (Slack's feedback modal).
+   */
+  async assertMayVote(orgId: string, id: string, voter: Voter): Promise<void> {
+    const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
+    const approval = await this.require(store, id);
+    throwUnlessCast(await store.voteRefusal(id, voterRecord(voter), voter.channel), approval, voter);
+  }
+
+  /** An approval of the organization as the API shows it, or null; for surfaces outside the API. */
+  async find(orgId: string, id: string): Promise<ApprovalView | null> {
+    const approval = await new ApprovalStore(this.data.db, this.data.sql, orgId).findById(id);
+    return approval && toApprovalView(approval);
   }
 
   private async require(store: ApprovalStore, id: string): Promise<ApprovalRecord> {
     const approval = await store.findById(id);
     if (!approval) throw new NotFoundError(`No approval with id '${id}' exists.`);
     return approval;
+  }
+}
+
+/** The error of a vote that was not cast (or would not be); nothing for one that was. */
+function throwUnlessCast(outcome: VoteOutcome | null, approval: Approval, voter: Voter): void {
+  switch (outcome) {
+    case 'not_pending':
+      throw new ConflictError(`Approval ${approval.id} was settled by another decision or expired.`);
+    case 'duplicate_voter':
+      throw new ConflictError(`You already voted on approval ${approval.id}; each reviewer votes once.`);
+    case 'recorded':
+    case 'settled':
+    case null:
+      return;
+    default:
+      throw new DecisionRefusedError(outcome, REFUSALS[outcome](approval, voter));
   }
 }
 

@@ -190,6 +190,25 @@ export class ApprovalStore {
     }
   }
 
+  /**
+   * What ag_cast_vote would answer this voter now, without voting: 'not_pending', a refusal,
+   * 'duplicate_voter', or null when the vote would be cast. Checked in the function's order.
+   */
+  async voteRefusal(id: string, voter: VoterRecord, channel: DecisionChannel): Promise<VoteOutcome | null> {
+    const [row] = await this.sql.query<{ refusal: VoteOutcome | null }>(
+      'vote-refusal',
+      `SELECT CASE
+         WHEN a.status <> 'pending' OR a.expires_at <= clock_timestamp() THEN 'not_pending'
+         ELSE coalesce(ag_decision_refusal(a, $3::jsonb, $4::text),
+                       CASE WHEN EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = a.id AND v.voter_key = $5)
+                            THEN 'duplicate_voter' END)
+       END AS refusal
+       FROM approvals a WHERE a.org_id = $1 AND a.id = $2`,
+      [this.orgId, id, JSON.stringify(voter), channel, `${voter.type}:${voter.id}`],
+    );
+    return row ? row.refusal : 'not_pending';
+  }
+
   /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
   settleWithSuccessor(id: string, settlement: Settlement, events: AuditEventDraft[], successor: CreationRecord): Promise<boolean> {
     return this.db.$transaction(async (tx) => {

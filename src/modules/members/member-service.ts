@@ -19,6 +19,8 @@ export const SESSION_MAX_MS = 7 * 24 * HOUR_MS;
 /** Ten failed sign-ins for one email within fifteen minutes close it until the window passes. */
 export const SIGN_IN_FAILURE_LIMIT = 10;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+/** A link sent to an unlinked Slack user works once, for 15 minutes (contract C11). */
+export const SLACK_LINK_TTL_MS = 15 * 60_000;
 /** Last use is written at most this often, not on every request. */
 const SESSION_TOUCH_INTERVAL_MS = 60_000;
 
@@ -187,6 +189,37 @@ export class MemberService {
 
   async signOut(tenant: Tenant): Promise<void> {
     if (tenant.principal.type === 'session') await this.store.endSession(tenant.principal.sessionId);
+  }
+
+  /** The member linked to a Slack identity, or null: nobody is matched by email. */
+  findBySlackIdentity(orgId: string, teamId: string, userId: string): Promise<Member | null> {
+    return this.store.findBySlackIdentity(orgId, teamId, userId);
+  }
+
+  /** A single-use console link (15 minutes) that links this Slack identity to whoever opens it signed in. */
+  async issueSlackLink(orgId: string, teamId: string, userId: string): Promise<string> {
+    const token = newSecretToken();
+    await this.store.addSlackLinkToken({
+      tokenHash: digestToken(token),
+      orgId,
+      teamId,
+      userId,
+      expiresAt: new Date(Date.now() + SLACK_LINK_TTL_MS),
+    });
+    return `${this.options.publicUrl}/console/link-slack/${token}`;
+  }
+
+  /** Links the Slack identity of a link token to the signed-in member (POST /v1/session/slack-link). */
+  async linkSlack(tenant: Tenant, token: string): Promise<void> {
+    const outcome = await this.store.linkSlackIdentity(tenant.orgId, memberIdOf(tenant), digestToken(token), (member) =>
+      memberEvent('member.updated', tenant.actor, member, { slackLinked: true }),
+    );
+    if (outcome === 'gone')
+      throw new GoneError('This Slack link is unknown, used or expired. Press a button in Slack again for a new one.');
+    if (outcome === 'taken') {
+      throw new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
+    }
+    await this.afterCommit.outboxSignal.notify();
   }
 
   /** Maintenance: expired sessions and invites, and failures older than the window. */

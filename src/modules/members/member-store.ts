@@ -191,14 +191,62 @@ export class MemberStore {
     await this.sql.query('sign-in-failure', 'INSERT INTO sign_in_failures (email_key) VALUES ($1)', [emailKey]);
   }
 
-  /** Maintenance: forgets sessions past their end, invites past their expiry, failures past the window. */
+  /** The member a Slack identity is linked to (contract C11: never matched by email). */
+  findBySlackIdentity(orgId: string, teamId: string, userId: string): Promise<Member | null> {
+    return this.db.member.findFirst({ where: { orgId, slackTeamId: teamId, slackUserId: userId } });
+  }
+
+  async addSlackLinkToken(token: {
+    tokenHash: Uint8Array<ArrayBuffer>;
+    orgId: string;
+    teamId: string;
+    userId: string;
+    expiresAt: Date;
+  }): Promise<void> {
+    await this.db.slackLinkToken.create({ data: token });
+  }
+
+  /**
+   * Links the Slack identity of an unused, unexpired link token of the member's organization to
+   * the member, consuming the token, with its audit event. 'taken' (nothing changes, the token
+   * stays usable) when another member holds that identity.
+   */
+  linkSlackIdentity(
+    orgId: string,
+    memberId: string,
+    tokenHash: Uint8Array<ArrayBuffer>,
+    event: (member: Member) => AuditEventDraft,
+  ): Promise<'linked' | 'gone' | 'taken'> {
+    return this.db
+      .$transaction(async (tx) => {
+        const [identity] = await tx.$queryRaw<{ teamId: string; userId: string }[]>`
+          DELETE FROM slack_link_tokens WHERE token_hash = ${Buffer.from(tokenHash)} AND org_id = ${orgId}::uuid AND expires_at > now()
+          RETURNING team_id AS "teamId", user_id AS "userId"`;
+        if (!identity) return 'gone' as const;
+        const holder = await tx.member.findFirst({ where: { orgId, slackTeamId: identity.teamId, slackUserId: identity.userId } });
+        if (holder && holder.id !== memberId) throw new SlackIdentityTaken();
+        const member = await tx.member.update({
+          where: { id: memberId },
+          data: { slackTeamId: identity.teamId, slackUserId: identity.userId },
+        });
+        await appendAuditEvents(tx, orgId, [event(member)]);
+        return 'linked' as const;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof SlackIdentityTaken) return 'taken' as const;
+        throw error;
+      });
+  }
+
+  /** Maintenance: forgets sessions past their end, invites and Slack link tokens past their expiry, failures past the window. */
   async prune(idleMs: number, failureWindowMs: number): Promise<number> {
-    const [sessions, invites, failures] = await Promise.all([
+    const [sessions, invites, failures, slackLinks] = await Promise.all([
       this.db.$executeRaw`DELETE FROM sessions WHERE expires_at < now() OR last_used_at < now() - ${idleMs} * interval '1 millisecond'`,
       this.db.$executeRaw`DELETE FROM member_invites WHERE expires_at < now()`,
       this.db.$executeRaw`DELETE FROM sign_in_failures WHERE failed_at < now() - ${failureWindowMs} * interval '1 millisecond'`,
+      this.db.$executeRaw`DELETE FROM slack_link_tokens WHERE expires_at < now()`,
     ]);
-    return sessions + invites + failures;
+    return sessions + invites + failures + slackLinks;
   }
 }
 
@@ -207,3 +255,6 @@ export interface NewSession {
   csrfToken: string;
   expiresAt: Date;
 }
+
+/** Rolls back the consumption of a Slack link token whose identity belongs to another member. */
+class SlackIdentityTaken extends Error {}

@@ -1,0 +1,61 @@
+import { mailNotAccepted } from '../../lib/mailer.js';
+import { approvalMail } from '../../modules/notifications/approval-mail.js';
+import { consoleUrl } from '../../modules/notifications/approval-notice.js';
+import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import { adminMailOptions } from '../admin-notice-mail.js';
+import { defineEventHandler } from '../consumer.js';
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * An approval became pending (created pending, an orphan, an escalation's successor: each is an
+ * `approval.created` with status pending): every member who may decide it by email, with email
+ * notifications on, gets one mail with their own decision links (contract C11). Each member's
+ * notice is claimed before it is sent, so a retry mails only those whose mail did not leave.
+ */
+export const approvalMailConsumer = defineEventHandler({
+  name: 'approval-mail',
+  events: ['approval.created'],
+  accepts: (event) => event.data.status === 'pending',
+  options: adminMailOptions,
+  handle:
+    ({ config, approvals, notifications, decisionLinks, mailer, logger }) =>
+    async (event) => {
+      if (!config.SMTP_URL) return { skipped: 'SMTP_URL is not set' };
+      const approvalId = String(event.data.approvalId);
+      const approval = await approvals.find(event.orgId, approvalId);
+      if (approval?.status !== 'pending') return { skipped: 'approval is no longer pending' };
+      const members = (await notifications.entitledMembers(event.orgId, approvalId, 'email')).filter((member) => member.emailNotifications);
+
+      let sent = 0;
+      const notAccepted: string[] = [];
+      for (const member of members) {
+        const key: NotificationKey = { orgId: event.orgId, approvalId, channel: 'email', recipient: member.id };
+        if (!(await notifications.claim(key))) continue;
+        const links = await decisionLinks.issue(event.orgId, approval, member.id).catch(async (error: unknown) => {
+          await notifications.markFailed(key, 'retry', errorText(error));
+          throw error;
+        });
+        const mail = approvalMail({
+          approval,
+          links: { ...links, console: consoleUrl(config.PUBLIC_URL, approvalId), settings: `${config.PUBLIC_URL}/console/settings` },
+        });
+        try {
+          await mailer.send({ to: [member.email], ...mail });
+        } catch (error) {
+          // Sent again only when the failure proves the server did not take it; otherwise never.
+          const outcome = mailNotAccepted(error) ? 'retry' : 'uncertain';
+          await notifications.markFailed(key, outcome, errorText(error));
+          if (outcome === 'retry') notAccepted.push(`${member.id}: ${errorText(error)}`);
+          else logger.warn({ err: error, approvalId, memberId: member.id }, 'approval mail may or may not have left; it is not sent again');
+          continue;
+        }
+        await notifications.markSent(key);
+        sent += 1;
+      }
+      if (notAccepted.length > 0)
+        throw new Error(`approval mail not accepted for ${notAccepted.length} member(s), retrying: ${notAccepted[0]}`);
+      logger.info({ orgId: event.orgId, approvalId, sent, entitled: members.length }, 'approval mails sent');
+      return { sent, entitled: members.length };
+    },
+});

@@ -1,0 +1,50 @@
+import { slackCallNotApplied } from '../../modules/slack/slack-api.js';
+import { consoleUrl } from '../../modules/notifications/approval-notice.js';
+import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import { approvalMessage } from '../../modules/slack/slack-messages.js';
+import { defineEventHandler } from '../consumer.js';
+import { callSlack, refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
+
+/**
+ * A pending approval is posted to the organization's Slack channel with Approve and Reject
+ * buttons (contract C11), when someone may decide it through Slack. The post is claimed before it
+ * is sent, as mail is; the message (channel, ts) is recorded for the updates that follow.
+ */
+export const slackPostConsumer = defineEventHandler({
+  name: 'slack-post',
+  events: ['approval.created'],
+  accepts: (event) => event.data.status === 'pending',
+  options: slackJobOptions,
+  handle: (services) => async (event) => {
+    const { approvals, notifications, slack, config, logger } = services;
+    const approvalId = String(event.data.approvalId);
+    const connection = await slack.connection(event.orgId);
+    if (!connection) return { skipped: 'no Slack workspace is connected' };
+    const approval = await approvals.find(event.orgId, approvalId);
+    if (approval?.status !== 'pending') return { skipped: 'approval is no longer pending' };
+    if ((await notifications.entitledMembers(event.orgId, approvalId, 'slack')).length === 0) {
+      return { skipped: 'nobody may decide it through Slack' };
+    }
+
+    const key: NotificationKey = { orgId: event.orgId, approvalId, channel: 'slack', recipient: connection.channel };
+    if (!(await notifications.claim(key))) return { skipped: 'already posted' };
+    const content = approvalMessage(approval, consoleUrl(config.PUBLIC_URL, approvalId));
+    let posted: { channel?: string; ts?: string };
+    try {
+      posted = await callSlack(services, connection, (client) => client.chat.postMessage({ channel: connection.channel, ...content }), {
+        inChannel: true,
+      });
+    } catch (error) {
+      const outcome = slackCallNotApplied(error) ? 'retry' : 'uncertain';
+      await notifications.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
+      if (outcome === 'retry') throw error;
+      logger.warn({ err: error, approvalId }, 'Slack post may or may not have been made; it is not made again');
+      return { uncertain: true };
+    }
+    const message = { slackChannelId: posted.channel!, slackTs: posted.ts! };
+    await notifications.markSent(key, { channelId: message.slackChannelId, ts: message.slackTs });
+    // A vote or a settlement that committed while this was posted found no message to update.
+    await refreshApprovalMessage(services, connection, approvalId, message, approval);
+    return { posted: message };
+  },
+});

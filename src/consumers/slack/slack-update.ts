@@ -1,0 +1,33 @@
+import { isSlackRefusal } from '../../modules/slack/slack-api.js';
+import { defineEventHandler } from '../consumer.js';
+import { refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
+
+/**
+ * Every Slack message posted for an approval follows it (contract C11): a vote under quorum shows
+ * on it, and a settlement anywhere (console, link, API, Slack, expiry, escalation) replaces the
+ * buttons with the outcome, who decided and when.
+ */
+export const slackUpdateConsumer = defineEventHandler({
+  name: 'slack-update',
+  events: ['approval.vote_recorded', 'approval.approved', 'approval.rejected', 'approval.expired', 'approval.escalated'],
+  options: slackJobOptions,
+  handle: (services) => async (event) => {
+    const approvalId = String(event.data.approvalId);
+    const messages = await services.notifications.postedSlackMessages(approvalId);
+    if (messages.length === 0) return { skipped: 'nothing was posted for it' };
+    const connection = await services.slack.connection(event.orgId);
+    if (!connection) return { skipped: 'no Slack workspace is connected' };
+    let updated = 0;
+    for (const message of messages) {
+      try {
+        await refreshApprovalMessage(services, connection, approvalId, message, null);
+        updated += 1;
+      } catch (error) {
+        if (!isSlackRefusal(error)) throw error;
+        // A deleted message or a channel the bot left: asking again changes nothing.
+        services.logger.warn({ err: error, approvalId, ts: message.slackTs }, 'Slack refused to update an approval message');
+      }
+    }
+    return { updated };
+  },
+});

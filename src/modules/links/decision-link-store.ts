@@ -1,0 +1,94 @@
+import type { Sql } from '../../data/database.js';
+import type { MemberRole } from '../orgs/tenant.js';
+
+export type LinkVerdict = 'approved' | 'rejected';
+
+export interface NewDecisionLink {
+  tokenHash: Uint8Array<ArrayBuffer>;
+  orgId: string;
+  approvalId: string;
+  memberId: string;
+  verdict: LinkVerdict;
+  nonce: string;
+  expiresAt: Date;
+}
+
+/** A link as read by its token, with the member it decides as (their role and email now). */
+export interface DecisionLinkRecord {
+  orgId: string;
+  approvalId: string;
+  memberId: string;
+  memberEmail: string;
+  memberRole: MemberRole;
+  verdict: LinkVerdict;
+  nonce: string;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
+/** decision_links: only token hashes; a member's two links of one approval are used together. */
+export class DecisionLinkStore {
+  constructor(private readonly sql: Sql) {}
+
+  /**
+   * Stores a link, replacing an unused one of the same approval, member and verdict (a mail sent
+   * again after a failure that proves the first never left carries new tokens).
+   */
+  async save(link: NewDecisionLink): Promise<void> {
+    await this.sql.query(
+      'decision-link-save',
+      `INSERT INTO decision_links (token_hash, org_id, approval_id, member_id, verdict, nonce, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (approval_id, member_id, verdict) DO UPDATE
+         SET token_hash = EXCLUDED.token_hash, nonce = EXCLUDED.nonce, expires_at = EXCLUDED.expires_at, created_at = clock_timestamp()
+         WHERE decision_links.used_at IS NULL`,
+      [Buffer.from(link.tokenHash), link.orgId, link.approvalId, link.memberId, link.verdict, link.nonce, link.expiresAt],
+    );
+  }
+
+  async find(tokenHash: Uint8Array<ArrayBuffer>): Promise<DecisionLinkRecord | null> {
+    const [row] = await this.sql.query<DecisionLinkRecord>(
+      'decision-link-find',
+      `SELECT l.org_id AS "orgId", l.approval_id AS "approvalId", l.member_id AS "memberId", m.email AS "memberEmail",
+              m.role AS "memberRole", l.verdict, l.nonce, l.expires_at AS "expiresAt", l.used_at AS "usedAt"
+       FROM decision_links l JOIN members m ON m.id = l.member_id
+       WHERE l.token_hash = $1`,
+      [Buffer.from(tokenHash)],
+    );
+    return row ?? null;
+  }
+
+  /**
+   * Uses the member's links of the approval, this one and its sibling, in one conditional update:
+   * of concurrent uses exactly one gets the time it set; the others get null.
+   */
+  async use(tokenHash: Uint8Array<ArrayBuffer>, link: Pick<DecisionLinkRecord, 'approvalId' | 'memberId'>): Promise<Date | null> {
+    const rows = await this.sql.query<{ tokenHash: Buffer; usedAt: Date }>(
+      'decision-link-use',
+      `UPDATE decision_links SET used_at = clock_timestamp()
+       WHERE approval_id = $1 AND member_id = $2 AND used_at IS NULL AND expires_at > clock_timestamp()
+       RETURNING token_hash AS "tokenHash", used_at AS "usedAt"`,
+      [link.approvalId, link.memberId],
+    );
+    return rows.find((row) => Buffer.from(tokenHash).equals(row.tokenHash))?.usedAt ?? null;
+  }
+
+  /** Gives the links back after a use that recorded no vote (a refusal, a failure), if nobody used them since. */
+  async restore(link: Pick<DecisionLinkRecord, 'approvalId' | 'memberId'>, usedAt: Date): Promise<void> {
+    await this.sql.query(
+      'decision-link-restore',
+      'UPDATE decision_links SET used_at = NULL WHERE approval_id = $1 AND member_id = $2 AND used_at = $3',
+      [link.approvalId, link.memberId, usedAt],
+    );
+  }
+
+  /** Maintenance: links past their approval's deadline open nothing any more. */
+  async prune(graceMs: number): Promise<number> {
+    const rows = await this.sql.query(
+      'decision-links-prune',
+      `DELETE FROM decision_links WHERE expires_at < clock_timestamp() - $1 * interval '1 millisecond' RETURNING 1`,
+      [graceMs],
+    );
+    return rows.length;
+  }
+}

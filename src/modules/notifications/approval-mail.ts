@@ -1,0 +1,80 @@
+import { html } from '../../lib/html.js';
+import type { MailMessage } from '../../lib/mailer.js';
+import type { ApprovalView } from '../approvals/approval-schemas.js';
+import type { DecisionLinks } from '../links/decision-link-service.js';
+import { shownPayload } from './approval-notice.js';
+
+export interface ApprovalMailInput {
+  approval: ApprovalView;
+  links: DecisionLinks & { console: string; settings: string };
+}
+
+/** The mail that asks a member to decide (contract C11): text and HTML, every value escaped in the HTML. */
+export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailMessage, 'to'> {
+  const payload = shownPayload(approval.payload);
+  const agent = approval.agent ?? '(not given)';
+  const text = [
+    `An agent asks to run "${approval.action}", and you may decide it.`,
+    '',
+    `Action:      ${approval.action}`,
+    `Agent:       ${agent}`,
+    `Policy key:  ${approval.policyKey}`,
+    `Expires at:  ${approval.expiresAt}`,
+    ...(approval.quorum > 1 ? [`Approvals:   ${approval.quorum} needed`] : []),
+    '',
+    'Payload:',
+    payload.text,
+    '',
+    `Approve: ${links.approve}`,
+    `Reject:  ${links.reject}`,
+    `Open in the console: ${links.console}`,
+    '',
+    'Each link opens a page that asks you to confirm; it works once, until the request expires.',
+    `You get this mail as a reviewer of the request. Turn these mails off in your settings: ${links.settings}`,
+  ].join('\n');
+
+  const row = (label: string, value: string) =>
+    html`<tr>
+      <th style="text-align:left;padding:4px 12px 4px 0;color:#555;font-weight:600;vertical-align:top">${label}</th>
+      <td style="padding:4px 0">${value}</td>
+    </tr>`;
+  const button = (label: string, href: string, color: string) =>
+    html`<a
+      href="${href}"
+      style="display:inline-block;margin:0 8px 8px 0;padding:10px 18px;border-radius:6px;background:${color};color:#fff;text-decoration:none;font-weight:600"
+      >${label}</a
+    >`;
+  const body = html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width" />
+        <title>Approval needed: ${approval.action}</title>
+      </head>
+      <body
+        style="margin:0;padding:24px;background:#f4f5f7;font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:#1d2330"
+      >
+        <div style="max-width:640px;margin:0 auto;background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:24px">
+          <p style="margin:0 0 4px;color:#555;font-size:13px">Approval Gate</p>
+          <h1 style="margin:0 0 16px;font-size:20px">Approval needed: ${approval.action}</h1>
+          <p style="margin:0 0 16px">An agent asks to run <strong>${approval.action}</strong>, and you may decide it.</p>
+          <table style="border-collapse:collapse;margin:0 0 16px;font-size:14px">
+            ${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${row('Expires at', approval.expiresAt ?? '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
+          </table>
+          <p style="margin:0 0 4px;font-weight:600;font-size:14px">Payload</p>
+          <pre
+            style="margin:0 0 20px;padding:12px;background:#f6f8fa;border:1px solid #e3e6ea;border-radius:6px;font-size:12px;white-space:pre-wrap;word-break:break-word"
+          >
+${payload.text}</pre>
+          <div>
+            ${button('Approve', links.approve, '#1a7f37')}${button('Reject', links.reject, '#cf222e')}${button('Open in console', links.console, '#44546a')}
+          </div>
+          <p style="margin:16px 0 0;color:#555;font-size:12px">
+            Each link opens a page that asks you to confirm; it works once, until the request expires. You get this mail as a reviewer of
+            the request. <a href="${links.settings}" style="color:#44546a">Turn these mails off</a>.
+          </p>
+        </div>
+      </body>
+    </html>`;
+  return { subject: `Approval needed: ${approval.action}`, text, html: body.text };
+}

@@ -1,0 +1,52 @@
+import type { ApprovalView } from '../approvals/approval-schemas.js';
+
+/** Payloads are shown up to this many bytes of pretty-printed JSON in a notice (contract C11). */
+export const NOTICE_PAYLOAD_BYTES = 2048;
+
+/**
+ * The payload as a notice shows it: pretty-printed JSON, cut past `limit` bytes (on a character
+ * boundary) with a line saying how much there is in all.
+ */
+export function shownPayload(payload: unknown, limit = NOTICE_PAYLOAD_BYTES): { text: string; shortened: boolean } {
+  const full = JSON.stringify(payload, null, 2);
+  const size = Buffer.byteLength(full, 'utf8');
+  if (size <= limit) return { text: full, shortened: false };
+  const cut = Buffer.from(full, 'utf8')
+    .subarray(0, limit)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
+  return { text: `${cut}\n… (shortened: ${size} bytes in all; the console shows all of it)`, shortened: true };
+}
+
+/** Where a member reads the approval in the console. */
+export function consoleUrl(publicUrl: string, approvalId: string): string {
+  return `${publicUrl}/console/approvals/${approvalId}`;
+}
+
+/** Who settled an approval, for people: a member's email, an API key, the policy, or nobody (a timeout). */
+export function describeDecider(approval: Pick<ApprovalView, 'decidedBy'>): string {
+  const by = approval.decidedBy;
+  if (!by) return 'nobody';
+  if (by.type === 'user') return by.email;
+  if (by.type === 'api_key') return `API key ${by.id}`;
+  return `policy ${by.id}`;
+}
+
+/** One line on how an approval ended, or how far its votes got: what every surface shows after the fact. */
+export function describeOutcome(approval: ApprovalView): string {
+  switch (approval.status) {
+    case 'approved':
+    case 'rejected':
+      return `${approval.status === 'approved' ? 'Approved' : 'Rejected'} by ${describeDecider(approval)} at ${approval.decidedAt}.`;
+    case 'expired':
+      return 'Expired: nobody decided it in time.';
+    case 'escalated':
+      return `Escalated: nobody decided it in time, so it went on as request ${approval.escalatedTo ?? '(unknown)'}.`;
+    case 'pending': {
+      const approvals = approval.votes.filter((vote) => vote.verdict === 'approved');
+      if (approvals.length === 0) return `Waiting for a decision until ${approval.expiresAt}.`;
+      const who = approvals.map((vote) => describeDecider({ decidedBy: vote.by })).join(', ');
+      return `${approvals.length} of ${approval.quorum} approvals so far (${who}); waiting until ${approval.expiresAt}.`;
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import type { Sql } from '../../data/database.js';
+import type { MemberRole } from '../orgs/tenant.js';
+
+export type NotificationChannel = 'email' | 'slack';
+
+/** A member entitled to decide an approval through a channel, with what a notice needs. */
+export interface EntitledMember {
+  id: string;
+  email: string;
+  name: string | null;
+  role: MemberRole;
+  emailNotifications: boolean;
+}
+
+export interface NotificationKey {
+  orgId: string;
+  approvalId: string;
+  channel: NotificationChannel;
+  recipient: string;
+}
+
+/** A Slack message posted for an approval: where chat.update finds it. */
+export interface PostedSlackMessage {
+  recipient: string;
+  slackChannelId: string;
+  slackTs: string;
+}
+
+/**
+ * approval_notifications: who was told about which approval on which channel. A notice is
+ * claimed (a committed row) before it is sent, so that no second sender, retry or worker can send
+ * it again; see the README's "Reaching reviewers" for what that guarantees around a crash.
+ */
+export class NotificationStore {
+  constructor(private readonly sql: Sql) {}
+
+  /**
+   * The organization's members entitled to decide the approval through `channel` while it is
+   * pending, asked of ag_decision_refusal: the one definition of who may decide (contract C12).
+   * Empty once the approval is settled or past its deadline.
+   */
+  entitledMembers(orgId: string, approvalId: string, channel: NotificationChannel): Promise<EntitledMember[]> {
+    return this.sql.query<EntitledMember>(
+      'entitled-members',
+      `SELECT m.id, m.email, m.name, m.role, m.email_notifications AS "emailNotifications"
+       FROM approvals a JOIN members m ON m.org_id = a.org_id
+       WHERE a.org_id = $1 AND a.id = $2 AND a.status = 'pending' AND a.expires_at > clock_timestamp()
+         AND ag_decision_refusal(a, jsonb_build_object('type', 'user', 'id', m.id, 'email', m.email, 'role', m.role), $3) IS NULL
+       ORDER BY m.created_at, m.id`,
+      [orgId, approvalId, channel],
+    );
+  }
+
+  /**
+   * Claims the notice: true when this caller may send it now, i.e. it was never claimed, or its last
+   * attempt failed in a way that proves nothing left (`retry`). Concurrent claims: one wins.
+   */
+  async claim({ orgId, approvalId, channel, recipient }: NotificationKey): Promise<boolean> {
+    const rows = await this.sql.query(
+      'notification-claim',
+      `INSERT INTO approval_notifications (approval_id, channel, recipient, org_id)
+       VALUES ($1, $2, $3, $4)
+       ON CONFLICT (approval_id, channel, recipient) DO UPDATE
+         SET status = 'sending', attempts = approval_notifications.attempts + 1, claimed_at = clock_timestamp()
+         WHERE approval_notifications.status = 'retry'
+       RETURNING 1`,
+      [approvalId, channel, recipient, orgId],
+    );
+    return rows.length > 0;
+  }
+
+  async markSent(key: NotificationKey, slack?: { channelId: string; ts: string }): Promise<void> {
+    await this.sql.query(
+      'notification-sent',
+      `UPDATE approval_notifications SET status = 'sent', sent_at = clock_timestamp(), last_error = NULL,
+              slack_channel_id = $4, slack_ts = $5
+       WHERE approval_id = $1 AND channel = $2 AND recipient = $3`,
+      [key.approvalId, key.channel, key.recipient, slack?.channelId ?? null, slack?.ts ?? null],
+    );
+  }
+
+  /**
+   * Records how an attempt failed: `retry` when nothing can have left (it may be claimed again),
+   * `uncertain` when it may have been delivered (it never is sent again).
+   */
+  async markFailed(key: NotificationKey, outcome: 'retry' | 'uncertain', error: string): Promise<void> {
+    await this.sql.query(
+      'notification-failed',
+      `UPDATE approval_notifications SET status = $4::"NotificationStatus", last_error = $5
+       WHERE approval_id = $1 AND channel = $2 AND recipient = $3 AND status = 'sending'`,
+      [key.approvalId, key.channel, key.recipient, outcome, error.slice(0, 2000)],
+    );
+  }
+
+  /** Every Slack message posted for an approval. */
+  postedSlackMessages(approvalId: string): Promise<PostedSlackMessage[]> {
+    return this.sql.query<PostedSlackMessage>(
+      'notification-slack-messages',
+      `SELECT recipient, slack_channel_id AS "slackChannelId", slack_ts AS "slackTs" FROM approval_notifications
+       WHERE approval_id = $1 AND channel = 'slack' AND status = 'sent' AND slack_ts IS NOT NULL`,
+      [approvalId],
+    );
+  }
+}

@@ -1,0 +1,85 @@
+import type { WebClient } from '@slack/web-api';
+import { RetryLater } from '../../jobs/job.js';
+import type { Services } from '../../services.js';
+import type { ApprovalView } from '../approvals/approval-schemas.js';
+import { consoleUrl } from '../notifications/approval-notice.js';
+import { WebAPIRateLimitedError } from './slack-api.js';
+import { approvalMessage } from './slack-messages.js';
+import type { SlackConnection } from './slack-service.js';
+
+/** Slack's own failures (5xx, ok:false) back off from a second; its 429s wait for Retry-After instead. */
+export const slackJobOptions = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 1000 },
+  concurrency: (config: { CONSUMER_CONCURRENCY: number }) => config.CONSUMER_CONCURRENCY,
+} as const;
+
+/** The longest wait for a channel's next slot inside a job; a longer one sends the job back to the queue. */
+const INLINE_WAIT_MS = 2_000;
+
+/** A message rewritten this many times in one go means the approval keeps changing: the next event's job goes on. */
+const MAX_REFRESH_ROUNDS = 5;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Makes a Slack call from a job. `inChannel` calls (messages) wait for the channel's slot in the
+ * Redis limiter first; any call answered 429 closes the channel for Retry-After and runs the job
+ * again after it (RetryLater), without counting an attempt.
+ */
+export async function callSlack<T>(
+  { slackRateLimiter }: Pick<Services, 'slackRateLimiter'>,
+  connection: SlackConnection,
+  call: (client: WebClient) => Promise<T>,
+  { inChannel }: { inChannel: boolean },
+): Promise<T> {
+  const channelKey = `${connection.teamId}:${connection.channel}`;
+  while (inChannel) {
+    const waitMs = await slackRateLimiter.take(channelKey);
+    if (waitMs === 0) break;
+    if (waitMs > INLINE_WAIT_MS) throw new RetryLater(waitMs, `Slack channel ${connection.channel} has no free slot`);
+    await sleep(waitMs);
+  }
+  try {
+    return await call(connection.client);
+  } catch (error) {
+    if (!(error instanceof WebAPIRateLimitedError)) throw error;
+    const waitMs = error.retryAfter * 1000;
+    await slackRateLimiter.pause(channelKey, waitMs);
+    throw new RetryLater(waitMs, `Slack answered 429 with Retry-After ${error.retryAfter}`);
+  }
+}
+
+/** The same status and votes: the message shows this approval as it is. */
+function sameState(a: ApprovalView, b: ApprovalView): boolean {
+  return a.status === b.status && a.votes.length === b.votes.length;
+}
+
+/**
+ * Rewrites a posted message until it shows the approval as it is now: `shown` is what it shows
+ * (null: unknown, rewrite at least once). Reading again after each update catches a vote or a
+ * settlement that landed while the update was on its way, so concurrent jobs cannot leave an
+ * older state on top.
+ */
+export async function refreshApprovalMessage(
+  services: Pick<Services, 'approvals' | 'slackRateLimiter' | 'config'>,
+  connection: SlackConnection,
+  approvalId: string,
+  message: { slackChannelId: string; slackTs: string },
+  shown: ApprovalView | null,
+): Promise<void> {
+  for (let round = 0; round < MAX_REFRESH_ROUNDS; round++) {
+    const approval = await services.approvals.find(connection.orgId, approvalId);
+    if (!approval || (shown && sameState(shown, approval))) return;
+    const content = approvalMessage(approval, consoleUrl(services.config.PUBLIC_URL, approvalId));
+    await callSlack(
+      services,
+      connection,
+      (client) => client.chat.update({ channel: message.slackChannelId, ts: message.slackTs, ...content }),
+      {
+        inChannel: true,
+      },
+    );
+    shown = approval;
+  }
+}

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+export const slackIntegrationInputSchema = z
+  .strictObject({
+    botToken: z
+      .string()
+      .max(256)
+      .regex(/^xoxb-[A-Za-z0-9-]+$/, 'botToken must be a Slack bot token (xoxb-…)'),
+    signingSecret: z.string().min(8).max(256).meta({ description: "The Slack app's signing secret." }),
+    channel: z
+      .string()
+      .regex(/^#?[A-Za-z0-9._-]{1,80}$/, 'channel must be a channel id (C0123…) or name (#approvals)')
+      .meta({ description: 'Where pending requests are posted; the bot must be a member of it.' }),
+  })
+  .meta({ id: 'SlackIntegrationInput' });
+export type SlackIntegrationInput = z.output<typeof slackIntegrationInputSchema>;
+
+export const slackIntegrationViewSchema = z
+  .object({
+    channel: z.string(),
+    teamId: z.string().meta({ description: 'The workspace the bot token belongs to (auth.test).' }),
+    connectedAt: z.iso.datetime(),
+  })
+  .meta({ id: 'SlackIntegration' });
+export type SlackIntegrationView = z.output<typeof slackIntegrationViewSchema>;
+
+export const slackLinkInputSchema = z
+  .strictObject({ token: z.string().min(1).max(200).meta({ description: 'The last path segment of the link Slack showed.' }) })
+  .meta({ id: 'SlackLinkInput' });

@@ -1,0 +1,85 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorkerRuntime, type WorkerRuntime } from '../../workers/worker-runtime.js';
+import { launchBrowser, openContext, screenshot } from '../support/browser.js';
+import { linksOf, pathOf } from '../support/decision-links.js';
+import { eventually } from '../support/eventually.js';
+import { createMember } from '../support/members.js';
+import { startSmtpServer, type SmtpServer } from '../support/smtp-server.js';
+import { createTestEnv, type TestEnv, type TestOrg } from '../support/test-env.js';
+
+let smtp: SmtpServer;
+let env: TestEnv;
+let org: TestOrg;
+let worker: WorkerRuntime;
+let browser: Browser;
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  env = await createTestEnv({ SMTP_URL: smtp.url, OUTBOX_POLL_INTERVAL_MS: '100' });
+  org = await env.createOrg();
+  await createMember(env, org, 'reviewer', 'ada@acme.test');
+  worker = await startWorkerRuntime(env.services, ['outbox-relay', 'approval-mail']);
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await worker?.stop();
+  await env?.close();
+  await smtp?.close();
+});
+
+async function mailedApproval() {
+  const created = await org
+    .request('post', '/v1/approvals')
+    .send({
+      action: 'refund-customer',
+      agent: 'billing-bot',
+      policyKey: 'refunds',
+      payload: { customer: 'cus_8841', amount: 120.5, currency: 'EUR', reason: 'Duplicate charge <2 days ago>' },
+      context: { ticket: 'SUP-4412' },
+    })
+    .expect(201);
+  const mail = await eventually(() => smtp.received.find((received) => received.text.includes(created.body.id)));
+  return { id: created.body.id as string, mail };
+}
+
+describe('in Chromium', () => {
+  it('the approval mail’s HTML shows the request and its three links', async () => {
+    const { mail } = await mailedApproval();
+    const context = await openContext(browser, env, { width: 720, height: 900 });
+    const page = await context.newPage();
+    await page.setContent(mail.html!);
+    await expect(page.getByRole('heading', { name: 'Approval needed: refund-customer' }).isVisible()).resolves.toBe(true);
+    for (const name of ['Approve', 'Reject', 'Open in console']) {
+      await expect(page.getByRole('link', { name, exact: true }).isVisible()).resolves.toBe(true);
+    }
+    await expect(page.getByText('Duplicate charge <2 days ago>').isVisible()).resolves.toBe(true);
+    await screenshot(page, 'approval-mail');
+    await context.close();
+  });
+
+  it('the link’s confirmation page is styled under its CSP, and confirming approves', async () => {
+    const { id, mail } = await mailedApproval();
+    const context = await openContext(browser, env, { width: 720, height: 900 });
+    const page = await context.newPage();
+    const violations: string[] = [];
+    page.on('console', (message) => message.text().includes('Content Security Policy') && violations.push(message.text()));
+    await page.goto(pathOf(linksOf(mail.text).approve));
+    await page.getByRole('heading', { name: 'Approve this request?' }).waitFor();
+    const button = page.getByRole('button', { name: 'Approve' });
+    // The stylesheet applied: the button is green, so the style's CSP hash matched.
+    // A string, evaluated in the page: this file is compiled without the DOM's types.
+    await expect(page.evaluate("getComputedStyle(document.querySelector('button')).backgroundColor")).resolves.toBe('rgb(26, 127, 55)');
+    await page.getByLabel('Feedback for the agent (optional)').fill('Duplicate confirmed in Stripe.');
+    await screenshot(page, 'decision-link-confirm');
+    await button.click();
+    await page.getByRole('heading', { name: 'Request approved' }).waitFor();
+    await screenshot(page, 'decision-link-done');
+    expect(violations).toEqual([]);
+    const approval = (await org.request('get', `/v1/approvals/${id}`).expect(200)).body;
+    expect(approval).toMatchObject({ status: 'approved', feedback: 'Duplicate confirmed in Stripe.' });
+    await context.close();
+  });
+});
