@@ -1,5 +1,8 @@
 import { createHash, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/cli.js';
 import { withTimeout } from '../src/lib/time.js';
@@ -10,6 +13,7 @@ import { eventually } from './support/eventually.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver } from './support/webhook-receiver.js';
 import { verifyWebhook } from '../src/modules/webhooks/verify-webhook.js';
+import { runVerifier } from './support/verifier.js';
 import { spawnWorker } from './support/worker-process.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -68,6 +72,30 @@ async function createApprovals(org: TestOrg, n: number) {
       .request('post', '/v1/approvals')
       .send({ action: `a${i}`, payload: { i }, policyKey: 'review' })
       .expect(201);
+}
+
+let scratch: string | undefined;
+
+async function writeScratch(name: string, content: string): Promise<string> {
+  scratch ??= await mkdtemp(path.join(tmpdir(), 'ag-checkpoints-'));
+  const file = path.join(scratch, name);
+  await writeFile(file, content);
+  return file;
+}
+
+/** What an auditor takes away: the export (with and without its checkpoints), the keys, and the checkpoints kept. */
+async function exportFiles(env: TestEnv, org: TestOrg, checkpoints: Checkpoint[]) {
+  const get = (query: string) => org.request('get', `/v1/audit?limit=1000${query}`).expect(200);
+  const keys = (await env.http.get('/v1/audit/keys').expect(200)).body;
+  const prefix = org.orgId.slice(0, 8);
+  return {
+    csv: await writeScratch(`${prefix}.csv`, (await get('&format=csv')).text),
+    csvWithCheckpoints: await writeScratch(`${prefix}-with-checkpoints.csv`, (await get('&format=csv&checkpoints=true')).text),
+    jsonWithCheckpoints: await writeScratch(`${prefix}-with-checkpoints.json`, JSON.stringify((await get('&checkpoints=true')).body)),
+    keys: await writeScratch(`${prefix}-keys.json`, JSON.stringify(keys)),
+    publicKey: await writeScratch(`${prefix}-key.pem`, keys.keys[0].publicKey),
+    checkpoints: await writeScratch(`${prefix}-checkpoints.json`, JSON.stringify({ checkpoints })),
+  };
 }
 
 const checkpointsOf = async (org: TestOrg) =>
@@ -152,7 +180,11 @@ describe('signed audit checkpoints', () => {
     const { env, org } = await setUp(newKey().env);
     await runWorker(env, ['outbox-relay', 'audit-checkpoints']);
     await createApprovals(org, 11);
-    await eventually(async () => (await checkpointsOf(org)).length === 2);
+    // What the organization kept of its checkpoints (by webhook, or listed) before the rewrite.
+    const kept = await eventually(async () => {
+      const listed = await checkpointsOf(org);
+      return listed.length === 2 ? listed : null;
+    });
 
     // The attacker edits event 3 and recomputes every later hash and the head, as the contract's formula says.
     await env.services.sql.query(null, `UPDATE audit_events SET data = replace(data, '"a1"', '"a9"') WHERE org_id = $1 AND seq = 3`, [
@@ -183,6 +215,49 @@ describe('signed audit checkpoints', () => {
     // ...but it contradicts the checkpoint signed at seq 5.
     const verification = (await org.request('get', '/v1/audit?verify=true&limit=1').expect(200)).body.verification;
     expect(verification).toMatchObject({ intact: false, brokenAtSeq: 5, checkpoints: 2 });
+
+    // The offline verifier says the same from the rewritten export and the checkpoints kept before.
+    const files = await exportFiles(env, org, kept);
+    expect((await runVerifier(files.csv)).code).toBe(0);
+    const withKeptCheckpoints = await runVerifier(files.csv, '--public-key', files.publicKey, '--checkpoints', files.checkpoints);
+    expect(withKeptCheckpoints).toMatchObject({
+      code: 1,
+      stdout: expect.stringMatching(/^BROKEN at seq 5: the chain contradicts the checkpoint signed at seq 5/),
+    });
+  });
+
+  it('lets the offline verifier hold an untouched export to its checkpoints, given the keys or the public key', async () => {
+    const { env, org } = await setUp(newKey().env);
+    await runWorker(env, ['outbox-relay', 'audit-checkpoints']);
+    await createApprovals(org, 11);
+    const checkpoints = await eventually(async () => {
+      const listed = await checkpointsOf(org);
+      return listed.length === 2 ? listed : null;
+    });
+    const files = await exportFiles(env, org, checkpoints);
+    expect(await runVerifier(files.csv, '--public-key', files.publicKey, '--checkpoints', files.checkpoints)).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('2 signed checkpoints hold'),
+    });
+    // Checkpoints inside the export (CSV rows, or a JSON page's), held to GET /v1/audit/keys.
+    expect(await runVerifier(files.csvWithCheckpoints, '--keys', files.keys)).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('2 signed'),
+    });
+    expect(await runVerifier(files.jsonWithCheckpoints, '--keys', files.keys)).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining('2 signed'),
+    });
+    // Checkpoints without a key to check them by are a usage error; a checkpoint by another key is a break.
+    expect((await runVerifier(files.csvWithCheckpoints)).code).toBe(2);
+    const stranger = await writeScratch(
+      'stranger.pem',
+      createPublicKey(newKey().privateKey).export({ type: 'spki', format: 'pem' }).toString(),
+    );
+    expect(await runVerifier(files.csv, '--public-key', stranger, '--checkpoints', files.checkpoints)).toMatchObject({
+      code: 1,
+      stdout: expect.stringMatching(/^BROKEN at seq 5: the checkpoint at seq 5 signed by an unknown key/),
+    });
   });
 
   it('refuses forged checkpoints: wrong key, altered seq or hash', async () => {

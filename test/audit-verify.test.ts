@@ -1,14 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
+import { runVerifier } from './support/verifier.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const VERIFIER = 'src/cli/verify-audit-export.ts';
 
 let env: TestEnv;
 let worker: WorkerRuntime;
@@ -70,14 +66,6 @@ async function downloadExports(org: TestOrg, name: string, selection: Record<str
     ),
   );
   return { csv, json };
-}
-
-function runVerifier(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', VERIFIER, ...args], { cwd: ROOT }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
-    });
-  });
 }
 
 const sql = (statement: string, org: TestOrg) => env.services.db.$executeRawUnsafe(statement, org.orgId);

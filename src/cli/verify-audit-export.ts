@@ -1,20 +1,32 @@
-// Verifies a downloaded audit export without the service: recomputes every hash of contract C6
-// and checks that the events link up. Deliberately standalone (node:crypto, canonicalize,
-// csv-parse), so an auditor can read it in full and run it anywhere.
+// Verifies a downloaded audit export without the service: recomputes every hash of contract C6,
+// checks that the events link up, and checks signed checkpoints (contract C14) against the chain
+// and the public keys. Deliberately standalone (node:crypto, canonicalize, csv-parse, and the one
+// small module that defines a checkpoint's signed bytes), so an auditor can read it in full and
+// run it anywhere.
 //
 //   npm run audit:verify -- export.csv             a bulk export or GET /v1/audit?format=csv
 //   npm run audit:verify -- page.json              GET /v1/audit's body, or an array of its events
 //   npm run audit:verify -- --partial export.csv   a filtered or paged export (see below)
+//   npm run audit:verify -- export.csv --public-key key.pem [--checkpoints checkpoints.json]
+//   npm run audit:verify -- export.csv --keys keys.json [--checkpoints checkpoints.json]
+//
+// Checkpoints come from the export itself (GET /v1/audit?checkpoints=true: CSV rows of type
+// audit.checkpoint, or a JSON page's `checkpoints`) and from --checkpoints: the body of GET
+// /v1/audit/checkpoints, an array of checkpoints, or of the audit.checkpoint webhooks you
+// received. Keys: --public-key (SPKI PEM files, repeatable) or --keys (GET /v1/audit/keys's body,
+// which also tells when a key was retired).
 //
 // Exit code 0: intact. 1: broken, with the first bad seq named. 2: usage error or unreadable file.
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import canonicalize from 'canonicalize';
 import { parse } from 'csv-parse';
+import { checkpointProblem, keyIdOf, type Checkpoint, type PublishedKey } from '../modules/audit/checkpoint-signing.js';
 
 const COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'];
 const GENESIS_HASH = '0'.repeat(64);
+const CHECKPOINT_TYPE = 'audit.checkpoint';
 /**
  * The service refuses payloads nested deeper than 64 levels (README, "Limits and hostile input"),
  * and an event's data holds a payload one level down, so the object hashed ({ seq, type, actor,
@@ -51,20 +63,29 @@ function recomputeHash(event: ExportedEvent): string {
     .digest('hex');
 }
 
-async function* readJson(file: string): AsyncGenerator<ExportedEvent> {
-  let document: unknown;
+/** What an export holds: events in seq order, and the checkpoints it was asked to include. */
+type ExportRecord = { kind: 'event'; event: ExportedEvent } | { kind: 'checkpoint'; checkpoint: Checkpoint };
+
+async function readJsonFile(file: string): Promise<unknown> {
   try {
-    document = JSON.parse(await readFile(file, 'utf8'));
+    return JSON.parse(await readFile(file, 'utf8'));
   } catch (error) {
     throw new Error(`${file} is not JSON: ${(error as Error).message}`);
   }
+}
+
+async function* readJson(file: string): AsyncGenerator<ExportRecord> {
+  const document = await readJsonFile(file);
   const events = Array.isArray(document) ? document : (document as { events?: unknown } | null)?.events;
   if (!Array.isArray(events)) throw new Error(`${file} holds neither an array of events nor { "events": [...] }`);
-  yield* events as ExportedEvent[];
+  // The page's checkpoints first: the hashes they are held to are then kept as the events go by.
+  const checkpoints = (document as { checkpoints?: unknown }).checkpoints;
+  if (Array.isArray(checkpoints)) for (const checkpoint of checkpoints as Checkpoint[]) yield { kind: 'checkpoint', checkpoint };
+  for (const event of events as ExportedEvent[]) yield { kind: 'event', event };
 }
 
 /** Streams the CSV, so an export of millions of rows is checked in constant memory. */
-async function* readCsv(file: string): AsyncGenerator<ExportedEvent> {
+async function* readCsv(file: string): AsyncGenerator<ExportRecord> {
   const records = parse({
     columns: (header: string[]) => {
       if (header.join(',') !== COLUMNS.join(',')) throw new Error(`${file}: the header is not ${COLUMNS.join(',')}`);
@@ -81,12 +102,13 @@ async function* readCsv(file: string): AsyncGenerator<ExportedEvent> {
     } catch {
       data = record.data; // not JSON: the hash will not recompute, which names this seq
     }
-    yield { ...(record as unknown as ExportedEvent), seq: Number(record.seq), data };
+    if (record.type === CHECKPOINT_TYPE) yield { kind: 'checkpoint', checkpoint: data as Checkpoint };
+    else yield { kind: 'event', event: { ...(record as unknown as ExportedEvent), seq: Number(record.seq), data } };
   }
 }
 
 type Verdict =
-  | { intact: true; count: number; first?: number; last?: number; headHash?: string }
+  | { intact: true; count: number; first?: number; last?: number; headHash?: string; checkpoints: number }
   | { intact: false; count: number; seq: number; reason: string };
 
 /**
@@ -94,12 +116,17 @@ type Verdict =
  * zeros. Partial: any selection in seq order; every hash is recomputed, and links are checked
  * between consecutive seqs only, so a deleted event is not noticed there: check the full chain.
  */
-async function verify(events: AsyncIterable<ExportedEvent>, partial: boolean): Promise<Verdict> {
+async function verify(records: AsyncIterable<ExportRecord>, partial: boolean, signed: SignedCheckpoints): Promise<Verdict> {
   let count = 0;
   let first: number | undefined;
   let previous: ExportedEvent | undefined;
   const broken = (seq: number, reason: string): Verdict => ({ intact: false, count, seq, reason });
-  for await (const event of events) {
+  for await (const record of records) {
+    if (record.kind === 'checkpoint') {
+      signed.add(record.checkpoint);
+      continue;
+    }
+    const { event } = record;
     if (!Number.isSafeInteger(event.seq) || event.seq < 1) return broken(previous ? previous.seq + 1 : 1, `invalid seq '${event.seq}'`);
     const expectedSeq = previous ? previous.seq + 1 : 1;
     if (!partial && event.seq !== expectedSeq) return broken(expectedSeq, `seq ${expectedSeq} is missing (next is ${event.seq})`);
@@ -114,27 +141,129 @@ async function verify(events: AsyncIterable<ExportedEvent>, partial: boolean): P
     if (recomputeHash(event) !== event.hash) return broken(event.seq, 'hash does not match the event (recomputed)');
     first ??= event.seq;
     previous = event;
+    signed.seen(event);
     count++;
   }
-  return { intact: true, count, first, last: previous?.seq, headHash: previous?.hash };
+  const contradicted = signed.firstContradicted(first, previous?.seq);
+  if (contradicted) return broken(contradicted.seq, contradicted.reason);
+  return { intact: true, count, first, last: previous?.seq, headHash: previous?.hash, checkpoints: signed.checked };
+}
+
+/**
+ * The signed checkpoints to hold the chain to: each must verify under the published keys, and the
+ * exported chain's hash at its seq must be the one it signed. Only the hashes at checkpointed seqs
+ * are kept, so a long export is still checked in constant memory.
+ */
+class SignedCheckpoints {
+  private readonly bySeq = new Map<number, Checkpoint[]>();
+  private readonly chainHashes = new Map<number, string>();
+  private last: { seq: number; hash: string } | null = null;
+  checked = 0;
+
+  constructor(
+    private readonly keys: readonly PublishedKey[],
+    given: readonly Checkpoint[],
+  ) {
+    for (const checkpoint of given) this.add(checkpoint);
+  }
+
+  get any(): boolean {
+    return this.bySeq.size > 0;
+  }
+
+  /** A checkpoint of the export comes right after its event, whose hash is then the last one seen. */
+  add(checkpoint: Checkpoint): void {
+    this.bySeq.set(checkpoint.seq, [...(this.bySeq.get(checkpoint.seq) ?? []), checkpoint]);
+    if (this.last?.seq === checkpoint.seq) this.chainHashes.set(checkpoint.seq, this.last.hash);
+  }
+
+  seen(event: ExportedEvent): void {
+    this.last = { seq: event.seq, hash: event.hash };
+    if (this.bySeq.has(event.seq)) this.chainHashes.set(event.seq, event.hash);
+  }
+
+  /** The first checkpoint within the exported seqs that the chain or the keys contradict. */
+  firstContradicted(first: number | undefined, last: number | undefined): { seq: number; reason: string } | null {
+    const inRange = [...this.bySeq.entries()].filter(([seq]) => first !== undefined && last !== undefined && seq >= first && seq <= last);
+    for (const [seq, checkpoints] of inRange.sort(([a], [b]) => a - b)) {
+      for (const checkpoint of checkpoints) {
+        this.checked++;
+        const problem = checkpointProblem(checkpoint, this.keys);
+        if (problem) return { seq, reason: `the checkpoint at seq ${seq} ${problem}` };
+        if (this.chainHashes.get(seq) !== checkpoint.hash) {
+          return { seq, reason: `the chain contradicts the checkpoint signed at seq ${seq} by key ${checkpoint.keyId}` };
+        }
+      }
+    }
+    return null;
+  }
+}
+
+const USAGE =
+  'Usage: npm run audit:verify -- [--partial] <export.csv | export.json> [--public-key key.pem ... | --keys keys.json] [--checkpoints file.json]';
+
+/** Checkpoints as kept by the organization: GET /v1/audit/checkpoints, an array, or received webhooks. */
+function checkpointsIn(document: unknown): Checkpoint[] {
+  const list = Array.isArray(document) ? document : (document as { checkpoints?: unknown } | null)?.checkpoints;
+  if (!Array.isArray(list)) throw new Error('--checkpoints needs an array, { "checkpoints": [...] } or audit.checkpoint webhooks');
+  return list.map((item: { type?: string; data?: Checkpoint } & Checkpoint) =>
+    item.type === CHECKPOINT_TYPE && item.data ? item.data : item,
+  );
+}
+
+async function publishedKeys(pemFiles: string[], keysFile: string | undefined): Promise<PublishedKey[]> {
+  const fromPem = await Promise.all(
+    pemFiles.map(async (file) => {
+      const publicKey = await readFile(file, 'utf8');
+      return { keyId: keyIdOf(createPublicKey(publicKey)), publicKey, createdAt: '', retiredAt: null };
+    }),
+  );
+  if (!keysFile) return fromPem;
+  const document = await readJsonFile(keysFile);
+  const keys = Array.isArray(document) ? document : (document as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys)) throw new Error(`${keysFile} holds neither an array of keys nor { "keys": [...] }`);
+  return [...fromPem, ...(keys as PublishedKey[])];
 }
 
 async function main(args: string[]): Promise<number> {
-  const partial = args.includes('--partial');
-  const files = args.filter((arg) => arg !== '--partial');
-  if (files.length !== 1 || files[0]!.startsWith('-')) {
-    console.error('Usage: npm run audit:verify -- [--partial] <export.csv | export.json>');
+  const options = {
+    partial: false,
+    publicKeys: [] as string[],
+    keys: undefined as string | undefined,
+    checkpoints: undefined as string | undefined,
+  };
+  const files: string[] = [];
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    const value = () => args[++index] ?? '';
+    if (arg === '--partial') options.partial = true;
+    else if (arg === '--public-key') options.publicKeys.push(value());
+    else if (arg === '--keys') options.keys = value();
+    else if (arg === '--checkpoints') options.checkpoints = value();
+    else files.push(arg);
+  }
+  if (files.length !== 1 || files[0]!.startsWith('-') || [...options.publicKeys, options.keys, options.checkpoints].includes('')) {
+    console.error(USAGE);
     return 2;
   }
   const file = files[0]!;
-  const events = /\.json$/i.test(file) ? readJson(file) : readCsv(file);
-  const verdict = await verify(events, partial);
+  const keys = await publishedKeys(options.publicKeys, options.keys);
+  const signed = new SignedCheckpoints(keys, options.checkpoints ? checkpointsIn(await readJsonFile(options.checkpoints)) : []);
+  const records = /\.json$/i.test(file) ? readJson(file) : readCsv(file);
+  const verdict = await verify(records, options.partial, signed);
+  if (signed.any && keys.length === 0) {
+    console.error(`checkpoints need the public keys that signed them: --public-key or --keys\n${USAGE}`);
+    return 2;
+  }
   if (!verdict.intact) {
     console.log(`BROKEN at seq ${verdict.seq}: ${verdict.reason} (${verdict.count} events before it are intact)`);
     return 1;
   }
   const range = verdict.count > 0 ? `, seq ${verdict.first}-${verdict.last}, head hash ${verdict.headHash}` : '';
-  console.log(`intact: ${verdict.count} events${range}${partial ? ' (partial: links checked between consecutive seqs)' : ''}`);
+  const checkpoints = verdict.checkpoints > 0 ? `, ${verdict.checkpoints} signed checkpoints hold` : '';
+  console.log(
+    `intact: ${verdict.count} events${range}${checkpoints}${options.partial ? ' (partial: links checked between consecutive seqs)' : ''}`,
+  );
   return 0;
 }
 
