@@ -19,6 +19,9 @@ const environmentSchema = z.object({
   /** Waiting for a database connection, and for a statement's answer: past these, 503 instead of a hanging request. */
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(2_000),
   DATABASE_QUERY_TIMEOUT_MS: positiveInt.default(4_000),
+  /** Group commit of creations and votes: the most one statement takes, and how many run at once. */
+  WRITE_BATCH_MAX: positiveInt.max(1000).default(64),
+  WRITE_BATCH_IN_FLIGHT: positiveInt.default(4),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key and channel, so several deployments (or test files) share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('ag'),

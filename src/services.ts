@@ -114,7 +114,11 @@ export async function createServices(
     data,
     policies,
     { settlements, outboxSignal, jobs, logger, metrics },
-    { freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS, orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS },
+    {
+      freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
+      orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
+      writeBatch: { maxBatch: config.WRITE_BATCH_MAX, maxInFlight: config.WRITE_BATCH_IN_FLIGHT },
+    },
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);

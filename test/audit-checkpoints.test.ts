@@ -157,11 +157,8 @@ describe('signed audit checkpoints', () => {
     const { env, org } = await setUp(newKey().env, { AUDIT_CHECKPOINT_SECONDS: '1', AUDIT_CHECKPOINT_EVERY: '1000' });
     await runWorker(env, ['outbox-relay', 'maintenance']);
     await createApprovals(org, 2);
-    const [first] = await eventually(async () => {
-      const listed = await checkpointsOf(org);
-      return listed.length > 0 ? listed : null;
-    });
-    expect(first!.seq).toBe(3);
+    // The head (seq 3) is signed within the interval, though 3 is far short of AUDIT_CHECKPOINT_EVERY.
+    await eventually(async () => (await checkpointsOf(org)).some((c) => c.seq === 3));
     await createApprovals(org, 1);
     await eventually(async () => (await checkpointsOf(org)).some((c) => c.seq === 4));
     expect(

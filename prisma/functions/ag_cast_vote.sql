@@ -4,7 +4,7 @@
 -- are counted one after another: none is lost, and only one can settle. Returns 'recorded' (a vote
 -- under quorum: p_recorded_events appended), 'settled' (p_settlement applied, p_settled_events
 -- appended), 'not_pending' (settled, expired or past its deadline), 'duplicate_voter', or the
--- refusal of ag_decision_refusal.
+-- refusal of ag_decision_refusal. The chain head is taken first, as on every write path.
 CREATE OR REPLACE FUNCTION ag_cast_vote(
   p_org uuid, p_id uuid, p_voter jsonb, p_channel text, p_vote jsonb,
   p_recorded_events jsonb, p_settlement jsonb, p_settled_events jsonb)
@@ -16,6 +16,7 @@ DECLARE
   v_refusal text;
   v_approve_votes integer;
 BEGIN
+  PERFORM ag_lock_chain_heads(ARRAY[p_org]);
   SELECT * INTO v_approval FROM approvals WHERE org_id = p_org AND id = p_id FOR UPDATE;
   IF NOT FOUND OR v_approval.status <> 'pending' OR v_approval.expires_at <= clock_timestamp() THEN
     RETURN 'not_pending';

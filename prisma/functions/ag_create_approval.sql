@@ -5,6 +5,8 @@
 -- (org_id, idempotency_key) unique index decided an idempotency race) or 'stale_policy' (read the
 -- policy again and re-evaluate). With p_monthly_limit set (free plan), the month's counter is
 -- raised in the same transaction and SQLSTATE AG402 aborts the whole insert at the limit.
+-- Like every write path, it takes the organization's chain head first (ag_lock_chain_heads), so
+-- that concurrent writers, single or batched, wait on each other in one order and never deadlock.
 CREATE OR REPLACE FUNCTION ag_create_approval(p_approval jsonb, p_events jsonb, p_monthly_limit integer, p_month text, p_policy_revision uuid)
 RETURNS text
 LANGUAGE plpgsql
@@ -13,6 +15,7 @@ DECLARE
   v_id uuid;
   v_org uuid := (p_approval->>'org_id')::uuid;
 BEGIN
+  PERFORM ag_lock_chain_heads(ARRAY[v_org]);
   IF (SELECT revision FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key')
      IS DISTINCT FROM p_policy_revision THEN
     RETURN 'stale_policy';

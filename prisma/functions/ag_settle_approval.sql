@@ -2,7 +2,8 @@
 -- nothing, when the approval is no longer pending or not on the required side of its deadline:
 -- a decision needs 'before' (expires_at still ahead), a timeout needs 'reached'. The two
 -- conditions exclude each other, so a decision racing the expiry has exactly one winner, and
--- the conditional update decides races between deciders.
+-- the conditional update decides races between deciders. The chain head is taken first, as on
+-- every write path (ag_lock_chain_heads).
 CREATE OR REPLACE FUNCTION ag_settle_approval(p_org uuid, p_id uuid, p_changes jsonb, p_events jsonb, p_deadline text)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -11,6 +12,7 @@ BEGIN
   IF p_deadline NOT IN ('before', 'reached') THEN
     RAISE EXCEPTION 'p_deadline must be before or reached, not %', p_deadline;
   END IF;
+  PERFORM ag_lock_chain_heads(ARRAY[p_org]);
 
   UPDATE approvals SET
     status       = (p_changes->>'status')::"ApprovalStatus",

@@ -89,8 +89,3 @@ export function transactionSql(tx: DatabaseClient): Sql {
     query: <Row>(_name: string | null, text: string, values: unknown[]) => tx.$queryRawUnsafe<Row[]>(text, ...values),
   };
 }
-
-/** The SQLSTATE of a Postgres error; our SQL functions raise custom ones (see the migrations). */
-export function postgresErrorCode(error: unknown): string | undefined {
-  return error instanceof pg.DatabaseError ? error.code : undefined;
-}

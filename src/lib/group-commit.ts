@@ -9,6 +9,8 @@ export interface GroupCommitOptions {
   maxBatch: number;
   /** Batches running at once; calls beyond wait and join the next batch. */
   maxInFlight: number;
+  /** Told the size of every batch as it starts: how many calls share a commit. */
+  onBatch?: (size: number) => void;
 }
 
 /**
@@ -21,8 +23,6 @@ export interface GroupCommitOptions {
 export class GroupCommit<Item, Result> {
   private readonly queue: Pending<Item, Result>[] = [];
   private inFlight = 0;
-  /** Sizes of the batches run so far, for benchmarks: how many calls shared a commit. */
-  readonly batchSizes = new Map<number, number>();
 
   constructor(
     private readonly run: (items: Item[]) => Promise<Result[]>,
@@ -40,7 +40,7 @@ export class GroupCommit<Item, Result> {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight++;
-      this.batchSizes.set(batch.length, (this.batchSizes.get(batch.length) ?? 0) + 1);
+      this.options.onBatch?.(batch.length);
       void this.runBatch(batch).finally(() => {
         this.inFlight--;
         this.drain();

@@ -83,6 +83,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly writeBatchSize = new Histogram({
+    name: 'approval_gate_write_batch_size',
+    help: 'Creations or votes written by one statement and one commit (the group commit), by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+    registers: [this.registry],
+  });
+
   readonly longPollWaiters = new Gauge({
     name: 'approval_gate_long_poll_waiters',
     help: 'Requests of this web process waiting on an approval (GET /v1/approvals/:id?wait=).',

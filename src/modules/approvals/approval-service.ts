@@ -8,7 +8,9 @@ import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, Dec
 import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
 import { ENQUEUE_HINT_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
 import type { Logger } from '../../lib/logger.js';
+import type { GroupCommitOptions } from '../../lib/group-commit.js';
 import type { Metrics } from '../../lib/metrics.js';
+import { ApprovalWrites } from './approval-writes.js';
 import { withTimeout } from '../../lib/time.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
@@ -35,6 +37,8 @@ const CLOCK_SKEW_RETRY_MS = 100;
 export interface ApprovalLimits {
   freeTierMonthlyApprovals: number;
   orphanTimeoutSeconds: number;
+  /** The group commit of creations and votes (see ApprovalWrites). */
+  writeBatch: GroupCommitOptions;
 }
 
 /** What runs after a commit: wake-ups and schedules in Redis, none of which is needed for correctness. */
@@ -90,12 +94,19 @@ export interface CreatedApproval {
 }
 
 export class ApprovalService {
+  private readonly writes: ApprovalWrites;
+
   constructor(
     private readonly data: Pick<DataLayer, 'db' | 'sql'>,
     private readonly policies: PolicyService,
     private readonly afterCommit: AfterCommit,
     private readonly limits: ApprovalLimits,
-  ) {}
+  ) {
+    this.writes = new ApprovalWrites(data.sql, {
+      ...limits.writeBatch,
+      onBatch: (operation, size) => afterCommit.metrics.writeBatchSize.observe({ operation }, size),
+    });
+  }
 
   private store(tenant: Tenant): ApprovalStore {
     return new ApprovalStore(this.data.db, this.data.sql, tenant.orgId);
@@ -145,7 +156,7 @@ export class ApprovalService {
   ): Promise<{ creation: Creation; outcome: Exclude<CreateOutcome, 'stale_policy'> }> {
     for (let attempt = 0; attempt < MAX_POLICY_RACES; attempt++) {
       const creation = createApproval(input, await this.govern(orgId, input, attempt > 0), { actor, requester: actor }, new Date());
-      const outcome = await store.create(creation, quota);
+      const outcome = await this.writes.create(orgId, creation, quota);
       if (outcome !== 'stale_policy') return { creation, outcome };
     }
     throw new Error(`policy '${input.policyKey}' kept changing while an approval was created under it`);
@@ -310,7 +321,7 @@ export class ApprovalService {
     }
 
     const { vote, recorded, settling } = voteOn(approval, decision, voter.actor, now);
-    const outcome = await store.castVote(id, voterRecord(voter), voter.channel, vote, recorded, settling);
+    const outcome = await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, vote, recorded, settling);
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);

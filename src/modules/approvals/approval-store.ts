@@ -1,5 +1,5 @@
 import { byColumn, selectList, type ColumnMap } from '../../data/columns.js';
-import { postgresErrorCode, transactionSql, type Database, type Sql } from '../../data/database.js';
+import { transactionSql, type Database, type Sql } from '../../data/database.js';
 import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import type { MemberRole } from '../orgs/tenant.js';
@@ -18,9 +18,6 @@ export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: 
 
 export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
 export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed';
-
-/** SQLSTATE raised by ag_cast_vote when the deadline passed between its check and the settlement. */
-const DEADLINE_PASSED = 'AG409';
 
 /** The terminal fields a settlement writes; `payload` and its hash only when a reviewer edited it. */
 export interface Settlement {
@@ -62,9 +59,6 @@ export interface CreationRecord {
   events: AuditEventDraft[];
   policyRevision: string | null;
 }
-
-/** SQLSTATE raised by ag_create_approval when the free-tier monthly limit is reached. */
-const QUOTA_EXCEEDED = 'AG402';
 
 /**
  * Approvals of one organization. Every query carries the organization id given at construction,
@@ -138,56 +132,12 @@ export class ApprovalStore {
   }
 
   /**
-   * Inserts the approval with its audit events (and their outbox rows) in one statement.
-   * 'duplicate' means the idempotency key was already used in this organization.
-   */
-  async create(creation: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
-    try {
-      return await insertApproval(this.sql, this.orgId, creation, quota);
-    } catch (error) {
-      if (postgresErrorCode(error) === QUOTA_EXCEEDED) return 'quota_exceeded';
-      throw error;
-    }
-  }
-
-  /**
    * Moves a pending approval to a terminal state with its audit events. Returns false when it
    * was no longer pending, or not on the required side of its deadline: a decision needs
    * `before` (expiresAt still ahead), a timeout needs `reached`.
    */
   settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: Deadline): Promise<boolean> {
     return settleApproval(this.sql, this.orgId, id, settlement, events, deadline);
-  }
-
-  /** Casts a vote; the database decides whether it settles the approval (see ag_cast_vote). */
-  async castVote(
-    id: string,
-    voter: VoterRecord,
-    channel: DecisionChannel,
-    vote: Vote,
-    recordedEvents: AuditEventDraft[],
-    settling: { settlement: Settlement; events: AuditEventDraft[] },
-  ): Promise<VoteOutcome> {
-    try {
-      const [row] = await this.sql.query<{ outcome: VoteOutcome }>(
-        'cast-vote',
-        `SELECT ag_cast_vote($1::uuid, $2::uuid, $3::jsonb, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::jsonb) AS outcome`,
-        [
-          this.orgId,
-          id,
-          JSON.stringify(voter),
-          channel,
-          JSON.stringify(vote),
-          auditEventsArgument(recordedEvents),
-          JSON.stringify(settling.settlement),
-          auditEventsArgument(settling.events),
-        ],
-      );
-      return row!.outcome;
-    } catch (error) {
-      if (postgresErrorCode(error) === DEADLINE_PASSED) return 'not_pending';
-      throw error;
-    }
   }
 
   /**
@@ -311,6 +261,6 @@ const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}`;
 const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
 
 /** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */
-function toApprovalRecord(orgId: string, approval: NewApproval) {
+export function toApprovalRecord(orgId: string, approval: NewApproval) {
   return byColumn(APPROVAL_COLUMNS, { ...approval, orgId });
 }

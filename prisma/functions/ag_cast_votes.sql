@@ -1,0 +1,29 @@
+-- Casts many votes in one statement and one commit: the group commit of decisions. Each element
+-- holds ag_cast_vote's arguments by name ({ orgId, id, voter, channel, vote, recordedEvents,
+-- settlement, settledEvents }); the organizations' chain heads are taken once, in org order, then
+-- each vote runs in a subtransaction of its own, so one that fails leaves the others in. Outcomes
+-- in order: ag_cast_vote's, 'not_pending' for a deadline passed mid-vote (SQLSTATE AG409), or
+-- 'failed: <SQLSTATE> <message>'.
+CREATE OR REPLACE FUNCTION ag_cast_votes(p_items jsonb)
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_item jsonb;
+  v_outcomes text[] := '{}';
+  v_outcome text;
+BEGIN
+  PERFORM ag_lock_chain_heads(ARRAY(SELECT DISTINCT (value->>'orgId')::uuid FROM jsonb_array_elements(p_items)));
+  FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
+    BEGIN
+      v_outcome := ag_cast_vote((v_item->>'orgId')::uuid, (v_item->>'id')::uuid, v_item->'voter', v_item->>'channel', v_item->'vote',
+                                v_item->'recordedEvents', v_item->'settlement', v_item->'settledEvents');
+    EXCEPTION
+      WHEN SQLSTATE 'AG409' THEN v_outcome := 'not_pending';
+      WHEN OTHERS THEN v_outcome := 'failed: ' || SQLSTATE || ' ' || SQLERRM;
+    END;
+    v_outcomes := v_outcomes || v_outcome;
+  END LOOP;
+  RETURN v_outcomes;
+END
+$$;

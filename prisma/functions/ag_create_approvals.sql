@@ -1,0 +1,29 @@
+-- Creates many approvals in one statement and one commit: the group commit of approval creation
+-- (see GroupCommit in src/lib/group-commit.ts). Each element holds ag_create_approval's arguments
+-- by name ({ approval, events, monthlyLimit, month, policyRevision }). The organizations' chain
+-- heads are taken once, for the whole batch, in org order. Each creation runs in a subtransaction
+-- of its own, so one that fails leaves the others in: its outcome is 'quota_exceeded' (SQLSTATE
+-- AG402) or 'failed: <SQLSTATE> <message>'; the others are ag_create_approval's, in order.
+CREATE OR REPLACE FUNCTION ag_create_approvals(p_items jsonb)
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_item jsonb;
+  v_outcomes text[] := '{}';
+  v_outcome text;
+BEGIN
+  PERFORM ag_lock_chain_heads(ARRAY(SELECT DISTINCT (value->'approval'->>'org_id')::uuid FROM jsonb_array_elements(p_items)));
+  FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
+    BEGIN
+      v_outcome := ag_create_approval(v_item->'approval', v_item->'events', (v_item->>'monthlyLimit')::integer, v_item->>'month',
+                                      (v_item->>'policyRevision')::uuid);
+    EXCEPTION
+      WHEN SQLSTATE 'AG402' THEN v_outcome := 'quota_exceeded';
+      WHEN OTHERS THEN v_outcome := 'failed: ' || SQLSTATE || ' ' || SQLERRM;
+    END;
+    v_outcomes := v_outcomes || v_outcome;
+  END LOOP;
+  RETURN v_outcomes;
+END
+$$;

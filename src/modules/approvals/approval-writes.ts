@@ -1,0 +1,119 @@
+import type { Sql } from '../../data/database.js';
+import { GroupCommit, type GroupCommitOptions } from '../../lib/group-commit.js';
+import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
+import type { DecisionChannel } from '../policies/policy-schemas.js';
+import {
+  toApprovalRecord,
+  type CreateOutcome,
+  type CreationRecord,
+  type MonthlyQuota,
+  type Settlement,
+  type VoteOutcome,
+  type VoterRecord,
+} from './approval-store.js';
+import type { Vote } from './approval-transitions.js';
+
+interface CreationItem {
+  approval: Record<string, unknown>;
+  events: ReturnType<typeof serializeAuditEvent>[];
+  monthlyLimit: number | null;
+  month: string | null;
+  policyRevision: string | null;
+}
+
+interface VoteItem {
+  orgId: string;
+  id: string;
+  voter: VoterRecord;
+  channel: DecisionChannel;
+  vote: Vote;
+  recordedEvents: ReturnType<typeof serializeAuditEvent>[];
+  settlement: Settlement;
+  settledEvents: ReturnType<typeof serializeAuditEvent>[];
+}
+
+/** An item the database could not write; its batch went on without it. */
+export class WriteFailedError extends Error {
+  override name = 'WriteFailedError';
+}
+
+function outcomeOf(outcome: string): string {
+  if (outcome.startsWith('failed: ')) throw new WriteFailedError(outcome.slice('failed: '.length));
+  return outcome;
+}
+
+/**
+ * The approval writes of every request in this process, by group commit: creations and votes
+ * that arrive while earlier ones are being written go together in one statement and one commit
+ * (ag_create_approvals, ag_cast_votes), taking each organization's chain head once per batch. Each
+ * request still gets its own outcome, only once its rows are durable; idempotency, quota and who
+ * may vote are still decided by the database, item by item.
+ */
+export class ApprovalWrites {
+  private readonly creations: GroupCommit<CreationItem, string>;
+  private readonly votes: GroupCommit<VoteItem, string>;
+
+  constructor(
+    sql: Sql,
+    { onBatch, ...options }: Omit<GroupCommitOptions, 'onBatch'> & { onBatch(operation: 'create' | 'vote', size: number): void },
+  ) {
+    this.creations = new GroupCommit(
+      async (items) => {
+        const [row] = await sql.query<{ outcomes: string[] }>('create-approvals', 'SELECT ag_create_approvals($1::jsonb) AS outcomes', [
+          JSON.stringify(items),
+        ]);
+        return row!.outcomes;
+      },
+      { ...options, onBatch: (size) => onBatch('create', size) },
+    );
+    this.votes = new GroupCommit(
+      async (items) => {
+        const [row] = await sql.query<{ outcomes: string[] }>('cast-votes', 'SELECT ag_cast_votes($1::jsonb) AS outcomes', [
+          JSON.stringify(items),
+        ]);
+        return row!.outcomes;
+      },
+      { ...options, onBatch: (size) => onBatch('vote', size) },
+    );
+  }
+
+  /**
+   * Inserts the approval with its audit events (and their outbox rows). 'duplicate' means the
+   * idempotency key was already used in this organization; 'stale_policy' that the policy changed.
+   */
+  async create(orgId: string, { approval, events, policyRevision }: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
+    return outcomeOf(
+      await this.creations.submit({
+        approval: toApprovalRecord(orgId, approval),
+        events: events.map(serializeAuditEvent),
+        monthlyLimit: quota?.limit ?? null,
+        month: quota?.month ?? null,
+        policyRevision,
+      }),
+    ) as CreateOutcome;
+  }
+
+  /** Casts a vote; the database decides whether it settles the approval (see ag_cast_vote). */
+  async castVote(
+    orgId: string,
+    id: string,
+    voter: VoterRecord,
+    channel: DecisionChannel,
+    vote: Vote,
+    recordedEvents: AuditEventDraft[],
+    settling: { settlement: Settlement; events: AuditEventDraft[] },
+  ): Promise<VoteOutcome> {
+    return outcomeOf(
+      await this.votes.submit({
+        orgId,
+        id,
+        voter,
+        channel,
+        vote,
+        recordedEvents: recordedEvents.map(serializeAuditEvent),
+        settlement: settling.settlement,
+        settledEvents: settling.events.map(serializeAuditEvent),
+      }),
+    ) as VoteOutcome;
+  }
+}

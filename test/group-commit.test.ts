@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { serializeAuditEvent } from '../src/modules/audit/audit-events.js';
+import { toApprovalRecord } from '../src/modules/approvals/approval-store.js';
+import { createApproval } from '../src/modules/approvals/approval-transitions.js';
+import { chainProblem, readChain } from './support/audit-chain.js';
+import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+
+let env: TestEnv;
+let org: TestOrg;
+useTestEnv((created) => ({ env, org } = created));
+
+/** One element of ag_create_approvals, as ApprovalWrites builds it: an orphan creation. */
+function creationItem(orgId: string, action: string, overrides: Record<string, unknown> = {}) {
+  const actor = { type: 'api_key' as const, id: org.keyId };
+  const { approval, events } = createApproval(
+    { action, payload: { action }, policyKey: 'no-policy' },
+    { kind: 'orphan', timeoutSeconds: 60, policyRevision: null },
+    { actor, requester: actor },
+    new Date(),
+  );
+  return {
+    approval: { ...toApprovalRecord(orgId, approval), ...overrides },
+    events: events.map(serializeAuditEvent),
+    monthlyLimit: null,
+    month: null,
+    policyRevision: null,
+  };
+}
+
+describe('group commit', () => {
+  it('commits the others of a batch when one of its creations fails, and answers each', async () => {
+    const other = await env.createOrg();
+    const items = [
+      creationItem(org.orgId, 'first'),
+      creationItem(org.orgId, 'broken', { status: 'no-such-status' }),
+      creationItem(other.orgId, 'elsewhere'),
+      creationItem(org.orgId, 'last'),
+    ];
+    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, 'SELECT ag_create_approvals($1::jsonb) AS outcomes', [
+      JSON.stringify(items),
+    ]);
+    expect(row!.outcomes).toEqual(['created', expect.stringMatching(/^failed: 22P02 /), 'created', 'created']);
+
+    const actions = (await env.services.db.approval.findMany({ where: { orgId: { in: [org.orgId, other.orgId] } } })).map((a) => a.action);
+    expect(actions.sort()).toEqual(['elsewhere', 'first', 'last']);
+    // The failed creation left no event behind: both chains are gap-free and recompute.
+    for (const orgId of [org.orgId, other.orgId]) expect(chainProblem(await readChain(env.services.db, orgId))).toBeNull();
+  });
+
+  it('decides quota and idempotency per request inside a batch, under concurrent load', async () => {
+    const env = await createTestEnv({
+      FREE_TIER_MONTHLY_APPROVALS: '10',
+      WRITE_BATCH_IN_FLIGHT: '1',
+      METRICS_TOKEN: 'metrics-token-0123456789',
+    });
+    try {
+      const free = await env.createOrg({ plan: 'free' });
+      const responses = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          free
+            .request('post', '/v1/approvals')
+            .send({ action: `a${i}`, payload: {}, policyKey: 'p', ...(i % 4 === 0 ? { idempotencyKey: 'same' } : {}) }),
+        ),
+      );
+      const statuses = responses.map((res) => res.status);
+      // Ten made it under the limit; the replays of the one idempotency key that was created are 201 too.
+      const created = await env.services.db.approval.count({ where: { orgId: free.orgId } });
+      expect(created).toBe(10);
+      expect(statuses.filter((status) => status === 402).length + statuses.filter((status) => status === 201).length).toBe(40);
+      const ids = new Set(responses.filter((res) => res.status === 201).map((res) => res.body.id as string));
+      expect(ids.size).toBe(10);
+      expect(chainProblem(await readChain(env.services.db, free.orgId))).toBeNull();
+
+      // Requests shared commits: some batch held more than one.
+      const metrics = (await env.http.get('/metrics').set('authorization', 'Bearer metrics-token-0123456789').expect(200)).text;
+      const value = (prefix: string, ...labels: string[]) => {
+        const line = metrics
+          .split('\n')
+          .find((candidate) => candidate.startsWith(prefix) && labels.every((label) => candidate.includes(label)));
+        return Number(line?.split(' ').pop());
+      };
+      const single = value('approval_gate_write_batch_size_bucket{', 'le="1"', 'operation="create"');
+      const all = value('approval_gate_write_batch_size_count{', 'operation="create"');
+      expect(all).toBeGreaterThan(single);
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('settles an approval once when two votes of its quorum arrive in one batch', async () => {
+    await org.request('put', '/v1/policies/two').send({ quorum: 2 }).expect(200);
+    const third = await env.createKey(org.orgId, ['approvals:decide', 'approvals:read']);
+    for (let round = 0; round < 5; round++) {
+      const { body } = await org.request('post', '/v1/approvals').send({ action: 'x', payload: { round }, policyKey: 'two' }).expect(201);
+      const votes = await Promise.all([
+        org.asReviewer('post', `/v1/approvals/${body.id}/decision`).send({ verdict: 'approved' }),
+        env.http.post(`/v1/approvals/${body.id}/decision`).set('authorization', `Bearer ${third.key}`).send({ verdict: 'approved' }),
+      ]);
+      expect(votes.map((res) => res.status)).toEqual([200, 200]);
+      const chain = await readChain(env.services.db, org.orgId);
+      expect(chain.filter((event) => event.data.approvalId === body.id).map((event) => event.type)).toEqual([
+        'approval.created',
+        'approval.vote_recorded',
+        'approval.approved',
+      ]);
+    }
+  });
+});
