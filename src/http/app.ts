@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
+import { mountConsole } from './console-assets.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
@@ -56,6 +57,7 @@ export function createApp(services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
+  mountConsole(app, services.config.CONSOLE_DIR);
 
   const api = express.Router();
   mountRoutes(api, routes, {

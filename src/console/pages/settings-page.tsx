@@ -1,0 +1,39 @@
+import { useState } from 'react';
+import { api } from '../api';
+import { ProblemMessage } from '../components/problem-message';
+import { useMember } from '../hooks/session';
+import { useAction } from '../hooks/use-resource';
+
+/** The member's own settings. */
+export function SettingsPage() {
+  const { member } = useMember();
+  const [emailNotifications, setEmailNotifications] = useState(member.emailNotifications);
+  const save = useAction(async (enabled: boolean) =>
+    setEmailNotifications((await api.members.updateSelf({ emailNotifications: enabled })).emailNotifications),
+  );
+  return (
+    <section aria-labelledby="settings-title">
+      <h1 id="settings-title">Your settings</h1>
+      <dl className="facts">
+        <dt>Email</dt>
+        <dd>{member.email}</dd>
+        <dt>Name</dt>
+        <dd>{member.name ?? '—'}</dd>
+        <dt>Role</dt>
+        <dd>{member.role}</dd>
+        <dt>Slack</dt>
+        <dd>{member.slackLinked ? 'linked' : 'not linked'}</dd>
+      </dl>
+      <label className="inline">
+        <input
+          type="checkbox"
+          checked={emailNotifications}
+          disabled={save.pending}
+          onChange={(event) => void save.run(event.target.checked)}
+        />
+        Email me when a request waits for my decision
+      </label>
+      <ProblemMessage error={save.error} />
+    </section>
+  );
+}
