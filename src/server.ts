@@ -19,6 +19,7 @@ exitGracefullyOnSignal(logger, config.SHUTDOWN_TIMEOUT_MS, async () => {
   const closed = new Promise((resolve) => server.close(resolve));
   // Long-polls answer now with the current state instead of holding the shutdown for 30 s.
   services.settlements.close();
+  services.approvalFeed.close();
   // Keep-alive connections turn idle as their last response goes out; close each as it does.
   const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
   await closed;

@@ -10,6 +10,7 @@ import type { Logger } from './lib/logger.js';
 import { createMailer, type Mailer } from './lib/mailer.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
+import { ApprovalFeed } from './modules/approvals/approval-feed.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
@@ -38,6 +39,7 @@ export interface Services {
   sql: Sql;
   redis: Redis;
   settlements: ApprovalSettlements;
+  approvalFeed: ApprovalFeed;
   outboxSignal: OutboxSignal;
   outbox: OutboxStore;
   /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
@@ -70,7 +72,8 @@ export async function createServices(
   const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
   const subscriber = role === 'web' ? createRedisSubscriber(config.REDIS_URL, 'settlements', logger) : null;
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
-  await settlements.start();
+  const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);
+  await Promise.all([settlements.start(), approvalFeed.start()]);
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);
@@ -101,6 +104,7 @@ export async function createServices(
     sql,
     redis,
     settlements,
+    approvalFeed,
     outboxSignal,
     outbox: new OutboxStore(db, sql),
     consumers,
@@ -129,6 +133,7 @@ export async function createServices(
     },
     async close() {
       settlements.close();
+      approvalFeed.close();
       mailer.close();
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
       await Promise.allSettled([data.close(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);

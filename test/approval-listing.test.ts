@@ -48,8 +48,8 @@ beforeAll(async () => {
   }));
   // Settle a few so every status filter has something to find.
   const pending = seeded.filter((view) => view.status === 'pending');
-  await org.request('post', `/v1/approvals/${pending[0]!.id}/decision`).send({ verdict: 'rejected', feedback: 'no' }).expect(200);
-  await org.request('post', `/v1/approvals/${pending[1]!.id}/decision`).send({ verdict: 'approved' }).expect(200);
+  await org.asReviewer('post', `/v1/approvals/${pending[0]!.id}/decision`).send({ verdict: 'rejected', feedback: 'no' }).expect(200);
+  await org.asReviewer('post', `/v1/approvals/${pending[1]!.id}/decision`).send({ verdict: 'approved' }).expect(200);
   seeded = await Promise.all(seeded.map(async (view) => (await org.request('get', `/v1/approvals/${view.id}`).expect(200)).body as View));
 });
 
@@ -147,7 +147,7 @@ describe('the approval record (contract C3 amended)', () => {
 
     const edited = { a: 1 };
     const approved = await org
-      .request('post', `/v1/approvals/${res.body.id}/decision`)
+      .asReviewer('post', `/v1/approvals/${res.body.id}/decision`)
       .send({ verdict: 'approved', editedPayload: edited })
       .expect(200);
     expect(approved.body.payloadHash).toBe(createHash('sha256').update(jcs(edited)).digest('hex'));
@@ -155,7 +155,7 @@ describe('the approval record (contract C3 amended)', () => {
 
   it('names who decided: the API key, or the policy for an auto-approval', async () => {
     const decided = seeded.find((view) => view.status === 'rejected')!;
-    expect(decided.decidedBy).toEqual({ type: 'api_key', id: org.keyId });
+    expect(decided.decidedBy).toEqual({ type: 'api_key', id: org.reviewerKeyId });
     expect(Date.parse(decided.decidedAt!)).toBeGreaterThanOrEqual(Date.parse(decided.createdAt));
     const auto = seeded.find((view) => view.status === 'approved' && view.policyKey === 'allow')!;
     expect(auto.decidedBy).toEqual({ type: 'policy', id: 'allow' });

@@ -169,7 +169,7 @@ describe('POST /v1/approvals/:id/decision', () => {
   it('approves with feedback and an edited payload', async () => {
     const created = await create({ action: 'refund', payload: { amount: 5000 }, policyKey: 'refunds' }).expect(201);
     const res = await org
-      .request('post', `/v1/approvals/${created.body.id}/decision`)
+      .asReviewer('post', `/v1/approvals/${created.body.id}/decision`)
       .send({ verdict: 'approved', feedback: 'ok, but less', editedPayload: { amount: 4000 } })
       .expect(200);
     expect(res.body).toMatchObject({
@@ -189,32 +189,32 @@ describe('POST /v1/approvals/:id/decision', () => {
   it('rejects, then answers 409 to any further decision', async () => {
     const created = await create({ action: 'refund', payload: { amount: 5000 }, policyKey: 'refunds' }).expect(201);
     const rejected = await org
-      .request('post', `/v1/approvals/${created.body.id}/decision`)
+      .asReviewer('post', `/v1/approvals/${created.body.id}/decision`)
       .send({ verdict: 'rejected', feedback: 'no' })
       .expect(200);
     expect(rejected.body).toMatchObject({ status: 'rejected', feedback: 'no', payload: { amount: 5000 } });
-    const again = await org.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(409);
+    const again = await org.asReviewer('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(409);
     expect(again.body.code).toBe('conflict');
   });
 
   it('answers 409 for an auto-approved record', async () => {
     const created = await create({ action: 'refund', payload: { amount: 1 }, policyKey: 'refunds' }).expect(200);
-    await org.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'rejected' }).expect(409);
+    await org.asReviewer('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'rejected' }).expect(409);
   });
 
   it('answers 409 once the deadline has passed, even before the expiry is processed', async () => {
     await org.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
     const created = await create({ action: 'x', payload: {}, policyKey: 'short' }).expect(201);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    await org.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(409);
+    await org.asReviewer('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(409);
   });
 
   it('answers 404 for unknown, non-UUID and cross-organization ids', async () => {
     const other = await env.createOrg();
     const theirs = await create({ action: 'x', payload: {}, policyKey: 'p' }, other).expect(201);
-    await org.request('post', `/v1/approvals/${theirs.body.id}/decision`).send({ verdict: 'approved' }).expect(404);
-    await org.request('post', '/v1/approvals/nope/decision').send({ verdict: 'approved' }).expect(404);
-    await org.request('post', '/v1/approvals/7b0e7a4e-54a4-4c1a-9d0e-2f4b8a9c1d11/decision').send({ verdict: 'approved' }).expect(404);
+    await org.asReviewer('post', `/v1/approvals/${theirs.body.id}/decision`).send({ verdict: 'approved' }).expect(404);
+    await org.asReviewer('post', '/v1/approvals/nope/decision').send({ verdict: 'approved' }).expect(404);
+    await org.asReviewer('post', '/v1/approvals/7b0e7a4e-54a4-4c1a-9d0e-2f4b8a9c1d11/decision').send({ verdict: 'approved' }).expect(404);
     const still = await other.request('get', `/v1/approvals/${theirs.body.id}`).expect(200);
     expect(still.body.status).toBe('pending');
   });
@@ -227,14 +227,14 @@ describe('POST /v1/approvals/:id/decision', () => {
     ['editedPayload with a rejection', { verdict: 'rejected', editedPayload: {} }, 'editedPayload'],
   ])('answers 422 for %s', async (_name, body, path) => {
     const created = await create({ action: 'x', payload: {}, policyKey: 'p' }).expect(201);
-    const res = await org.request('post', `/v1/approvals/${created.body.id}/decision`).send(body).expect(422);
+    const res = await org.asReviewer('post', `/v1/approvals/${created.body.id}/decision`).send(body).expect(422);
     expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
   });
 
   it('accepts feedback of exactly 5000 chars', async () => {
     const created = await create({ action: 'x', payload: {}, policyKey: 'p' }).expect(201);
     await org
-      .request('post', `/v1/approvals/${created.body.id}/decision`)
+      .asReviewer('post', `/v1/approvals/${created.body.id}/decision`)
       .send({ verdict: 'rejected', feedback: 'f'.repeat(5000) })
       .expect(200);
   });

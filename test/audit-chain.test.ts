@@ -21,7 +21,7 @@ describe('audit chain', () => {
       .request('post', '/v1/approvals')
       .send({ action: 'pay', payload: { n: 100 }, policyKey: 'p' })
       .expect(201);
-    await org.request('post', `/v1/approvals/${pending.body.id}/decision`).send({ verdict: 'rejected', feedback: 'nö' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${pending.body.id}/decision`).send({ verdict: 'rejected', feedback: 'nö' }).expect(200);
     const orphan = await org.request('post', '/v1/approvals').send({ action: 'orphan', payload: {}, policyKey: 'missing' }).expect(201);
     await org.request('delete', '/v1/policies/p').expect(204);
 
@@ -40,7 +40,8 @@ describe('audit chain', () => {
     expect(chain[0]!.prevHash).toBe('0'.repeat(64));
     for (const event of chain) {
       expect(event.hash).toBe(expectedHash(event));
-      expect(JSON.parse(event.actor)).toEqual({ type: 'api_key', id: org.keyId });
+      // The rejection came from the reviewer's key (the key that asked may not decide); the rest from the agent's.
+      expect(JSON.parse(event.actor)).toEqual({ type: 'api_key', id: event.type === 'approval.rejected' ? org.reviewerKeyId : org.keyId });
       expect(event.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     }
     expect(chain[1]!.data).toMatchObject({

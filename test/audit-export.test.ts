@@ -33,7 +33,10 @@ beforeAll(async () => {
   await create({ action: 'deploy', payload: { n: 1 }, agent: 'bot-2' }).expect(200);
   const pending = await create({ action: 'deploy', payload: { n: 50 } }).expect(201);
   await create({ action: 'deploy', payload: { n: 2 }, agent: 'bot-1' }).expect(200);
-  await org.request('post', `/v1/approvals/${pending.body.id}/decision`).send({ verdict: 'rejected', feedback: 'no, "never"' }).expect(200);
+  await org
+    .asReviewer('post', `/v1/approvals/${pending.body.id}/decision`)
+    .send({ verdict: 'rejected', feedback: 'no, "never"' })
+    .expect(200);
   await create({ action: 'pay', payload: { n: 3 }, agent: 'bot-2' }).expect(200);
   chain = await readChain(env.services.db, org.orgId);
 });

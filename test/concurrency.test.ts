@@ -38,7 +38,7 @@ describe('races decided by the database', () => {
     const responses = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
         org
-          .request('post', `/v1/approvals/${created.body.id}/decision`)
+          .asReviewer('post', `/v1/approvals/${created.body.id}/decision`)
           .send({ verdict: i % 2 ? 'approved' : 'rejected', feedback: `decider ${i}` }),
       ),
     );

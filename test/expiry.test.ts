@@ -63,7 +63,7 @@ describe('expiry', () => {
   it('answers 409 to a decision after the expiry', async () => {
     const approval = await create('short');
     await waitForSettlement(approval.id);
-    const res = await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(409);
+    const res = await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(409);
     expect(res.body.code).toBe('conflict');
   });
 
@@ -88,7 +88,7 @@ describe('expiry', () => {
     const decisions = approvals.map(async (approval, i) => {
       const at = Date.parse(approval.expiresAt!) - 150 + i * 15;
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
-      return org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' });
+      return org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' });
     });
     const responses = await Promise.all(decisions);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline + 1500 - Date.now())));
@@ -117,7 +117,7 @@ describe('escalation', () => {
     const firstSettled = await waitForSettlement(first.id);
     expect(firstSettled).toMatchObject({ status: 'escalated', expiresAt: null, feedback: null, escalatedTo: expect.any(String) });
     expect(firstSettled).toMatchObject({ decidedBy: null, decidedAt: null });
-    await org.request('post', `/v1/approvals/${first.id}/decision`).send({ verdict: 'approved' }).expect(409);
+    await org.asReviewer('post', `/v1/approvals/${first.id}/decision`).send({ verdict: 'approved' }).expect(409);
 
     const second = (await org.request('get', `/v1/approvals/${firstSettled.escalatedTo}`).expect(200)).body as View;
     expect(second).toMatchObject({ status: 'pending', escalatedFrom: first.id, payload: { amount: 7 }, action: 'deploy' });
@@ -174,7 +174,7 @@ describe('outbox relay', () => {
       data: { orgId: org.orgId, url: 'http://127.0.0.1:9/hook', events: ['approval.rejected'], secret: 'whsec_test' },
     });
     const approval = await create('short');
-    await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
     const event = await webhookFor(approval.id, 'approval.rejected');
 
     await eventually(

@@ -19,7 +19,7 @@ describe('operations endpoints', () => {
       expect((await broken.http.get('/readyz').expect(503)).body).toMatchObject({ checks: { postgres: true, redis: false } });
       const brokenOrg = await broken.createOrg();
       const created = await brokenOrg.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'p' }).expect(201);
-      await brokenOrg.request('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(200);
+      await brokenOrg.asReviewer('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(200);
     } finally {
       await broken.close();
     }

@@ -25,7 +25,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
 
     await peer.http
       .post(`/v1/approvals/${approval.id}/decision`)
-      .set('authorization', `Bearer ${org.key}`)
+      .set('authorization', `Bearer ${org.reviewerKey}`)
       .send({ verdict: 'approved', feedback: 'go' })
       .expect(200);
     const decidedAt = performance.now();
@@ -49,7 +49,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
 
   it('answers at once when the approval is already settled', async () => {
     const approval = await createPending();
-    await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);
     const started = performance.now();
     const res = await org.request('get', `/v1/approvals/${approval.id}?wait=30`).expect(200);
     expect(res.body.status).toBe('rejected');
@@ -77,7 +77,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
     const waiters = Array.from({ length: 25 }, () => org.request('get', `/v1/approvals/${approval.id}?wait=10`));
     const all = Promise.all(waiters);
     await eventually(() => env.services.settlements.waiting === 25);
-    await org.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
     const answers = await all;
     expect(answers.every((res) => res.status === 200 && res.body.status === 'approved')).toBe(true);
   });

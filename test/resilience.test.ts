@@ -69,7 +69,7 @@ describe('at-least-once delivery', () => {
 
     const ids = await Promise.all(Array.from({ length: 10 }, createPending));
     await stop(redis);
-    for (const id of ids) await org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    for (const id of ids) await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
     expect(approvedIds(receiver).size).toBe(0);
 
     redis = await startRedis(port);
@@ -104,7 +104,7 @@ describe('at-least-once delivery', () => {
 
     const first = await startWorker();
     const id = await createPending();
-    await org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
     await receiver.waitFor(() => receiver.at('/hook').length === 1);
     await stop(first, 'SIGKILL');
 
@@ -139,7 +139,7 @@ describe('at-least-once delivery', () => {
       child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('worker started') && resolve()),
     );
     const id = await createPending();
-    await org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
     await receiver.waitFor(() => receiver.at('/hook').length === 1);
 
     receiver.respond('/hook', () => ({ status: 200 }));
@@ -167,7 +167,7 @@ describe('at-least-once delivery', () => {
       cleanups.push(() => worker.stop());
     }
     const ids = await Promise.all(Array.from({ length: 40 }, createPending));
-    await Promise.all(ids.map((id) => org.request('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200)));
+    await Promise.all(ids.map((id) => org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200)));
     await receiver.waitFor(() => ids.every((id) => approvedIds(receiver).has(id)));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(receiver.at('/hook')).toHaveLength(40);

@@ -34,7 +34,7 @@ async function makeEvents(org: TestOrg, count: number): Promise<void> {
     const created = await org.request('post', '/v1/approvals').send({ action: 'refund', payload: { amount: i }, policyKey: 'refunds' });
     if (created.status === 201 && i % 3 !== 0) {
       await org
-        .request('post', `/v1/approvals/${created.body.id}/decision`)
+        .asReviewer('post', `/v1/approvals/${created.body.id}/decision`)
         .send({ verdict: i % 2 ? 'approved' : 'rejected' })
         .expect(200);
     }

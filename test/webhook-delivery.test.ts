@@ -67,13 +67,13 @@ describe('webhook delivery', () => {
     const endpoint = await register('/all');
     const approved = await createApproval('allow');
     const decided = await createApproval('review');
-    await org.request('post', `/v1/approvals/${decided.id}/decision`).send({ verdict: 'rejected', feedback: 'too much' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${decided.id}/decision`).send({ verdict: 'rejected', feedback: 'too much' }).expect(200);
     const expiring = await createApproval('review');
     const escalating = await createApproval('escalating');
     const orphan = await createApproval('no-such-policy');
 
     const byPolicy = { type: 'policy', id: 'allow' };
-    const byKey = { type: 'api_key', id: org.keyId };
+    const byKey = { type: 'api_key', id: org.reviewerKeyId };
     const expected: [string, string, Record<string, unknown>][] = [
       [
         'approval.approved',
@@ -129,7 +129,7 @@ describe('webhook delivery', () => {
 
     const approved = await createApproval('allow');
     const rejected = await createApproval('review');
-    await org.request('post', `/v1/approvals/${rejected.id}/decision`).send({ verdict: 'rejected' }).expect(200);
+    await org.asReviewer('post', `/v1/approvals/${rejected.id}/decision`).send({ verdict: 'rejected' }).expect(200);
     await receiver.waitFor(() => receiver.at('/rejections-only').some((d) => d.body.data.approvalId === rejected.id));
     // The approval.approved event went out to /all by now; give the others the same chance.
     await receiver.waitFor(() => receiver.at('/all').some((d) => d.body.data.approvalId === approved.id));

@@ -1,5 +1,6 @@
 import type { Services } from '../services.js';
 import { SCOPES, type Tenant } from '../modules/orgs/tenant.js';
+import { policyDocumentSchema } from '../modules/policies/policy-schemas.js';
 
 const DEMO_ORG = 'Demo organization';
 
@@ -17,12 +18,13 @@ export async function seedDemo(services: Services) {
     actor: { type: 'system', id: 'demo-seed' },
     principal: { type: 'api_key', keyId },
   };
-  const policy = await services.policies.put(tenant, 'refunds', {
-    rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }],
-    defaultOutcome: 'review',
-    timeoutSeconds: 3600,
-    onTimeout: 'expire',
-    escalateTo: null,
-  });
+  const policy = await services.policies.put(
+    tenant,
+    'refunds',
+    policyDocumentSchema.parse({
+      rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }],
+      timeoutSeconds: 3600,
+    }),
+  );
   return { orgId, apiKey: { id: keyId, key }, policy };
 }

@@ -14,8 +14,11 @@ export interface EventConsumer<Payload = unknown> {
   events: readonly AuditEventType[];
   /** A finer filter, applied by the relay: events it refuses make no work for this consumer. */
   accepts?: (event: DomainEvent) => boolean;
-  /** The queue the consumer's work runs on. */
-  job: JobDefinition<Payload>;
+  /**
+   * The queue the consumer's work runs on. A consumer without one does all its work in `plan`
+   * (a broadcast, whose receivers can catch up from the audit chain themselves).
+   */
+  job?: JobDefinition<Payload>;
   /**
    * Writes the durable work these events make for the consumer and returns the jobs to enqueue.
    * The relay calls it before it marks the events relayed, so work whose job Redis lost is still
@@ -43,7 +46,9 @@ export interface EventHandlerSpec {
  * resumeStalledTasks when Redis loses the job. Delivery is at least once: a worker that dies after
  * the handler acted and before the row is marked done runs it again.
  */
-export function defineEventHandler(spec: EventHandlerSpec): EventConsumer<EventTaskPayload> & Pick<EventHandlerSpec, 'handle'> {
+export function defineEventHandler(
+  spec: EventHandlerSpec,
+): EventConsumer<EventTaskPayload> & Pick<EventHandlerSpec, 'handle'> & { job: JobDefinition<EventTaskPayload> } {
   const job = defineJob<EventTaskPayload>({
     queue: spec.name,
     payload: z.object({ eventId: z.uuid() }),

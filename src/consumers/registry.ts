@@ -1,5 +1,6 @@
 import type { EventConsumer } from './consumer.js';
 import { endpointDisabledAlertConsumer } from './endpoint-disabled-alert/endpoint-disabled-alert.js';
+import { liveUpdatesConsumer } from './live-updates/live-updates.js';
 import { memberInviteMailConsumer } from './member-invite-mail/member-invite-mail.js';
 import { orphanAlertConsumer } from './orphan-alert/orphan-alert.js';
 import { webhookConsumer } from './webhooks/webhook-delivery.js';
@@ -10,4 +11,5 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   orphanAlertConsumer,
   endpointDisabledAlertConsumer,
   memberInviteMailConsumer,
+  liveUpdatesConsumer,
 ];

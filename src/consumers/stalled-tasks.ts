@@ -13,7 +13,7 @@ export async function resumeStalledTasks(services: Services, limit: number): Pro
   await Promise.all(
     stalled.map(({ eventId, consumer: name }) => {
       const consumer = services.consumers.find((candidate) => candidate.name === name);
-      if (!consumer) return services.logger.warn({ consumer: name, eventId }, 'pending task of a consumer that no longer exists');
+      if (!consumer?.job) return services.logger.warn({ consumer: name, eventId }, 'pending task of a consumer that no longer exists');
       return services.jobs.add(consumer.job, { eventId });
     }),
   );

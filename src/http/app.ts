@@ -9,6 +9,7 @@ import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
 import { approvalRoutes } from './routes/approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
+import { keyRoutes } from './routes/key-routes.js';
 import { memberRoutes } from './routes/member-routes.js';
 import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
@@ -36,12 +37,13 @@ export function createApp(services: Services): Express {
   );
 
   const routes = [
-    ...approvalRoutes(services.approvals),
+    ...approvalRoutes(services.approvals, services.approvalFeed),
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
     ...auditRoutes(services.audit),
     ...memberRoutes(services.members),
     ...sessionRoutes(services.members),
+    ...keyRoutes(services.orgs),
   ];
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
 

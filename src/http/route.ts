@@ -21,10 +21,24 @@ export interface RouteInput<B, Q, P> {
 /** Opens a console session in the browser (the cookie of contract C9), or ends it. */
 export type SessionCookie = { token: string; expiresAt: Date } | 'clear';
 
-/** A JSON body (or none), or CSV: a string, or a stream opened only when the reply is sent. */
+/** One message of a text/event-stream reply. */
+export interface ServerSentEvent {
+  id?: string;
+  event: string;
+  data: unknown;
+}
+
+/**
+ * A JSON body (or none); CSV, a string or a stream opened only when the reply is sent; or server-
+ * sent events, from the stream's Last-Event-ID on, until the client goes away.
+ */
 export type Reply =
   | { status: number; body?: unknown; session?: SessionCookie }
-  | { status: number; csv: string | (() => Readable); headers?: Record<string, string> };
+  | { status: number; csv: string | (() => Readable); headers?: Record<string, string> }
+  | { status: 200; eventStream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent> };
+
+/** A comment line this often keeps proxies from closing an idle stream. */
+const EVENT_STREAM_HEARTBEAT_MS = 15_000;
 
 export interface ResponseSpec {
   description: string;
@@ -141,6 +155,7 @@ function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
     if (res.writableEnded || abort.signal.aborted) return;
     res.status(reply.status);
     if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
+    if ('eventStream' in reply) return sendEventStream(req, res, reply.eventStream);
     if (reply.session) setSessionCookie(res, reply.session, cookies);
     if (reply.body === undefined) res.end();
     else res.json(reply.body);
@@ -155,6 +170,27 @@ async function sendCsv(req: Request, res: Response, csv: string | (() => Readabl
   }
   // Headers are gone once bytes are: a failure mid-stream can only cut the response short.
   await pipeline(csv(), res).catch((error: unknown) => req.log.warn({ err: error }, 'CSV reply cut short'));
+}
+
+async function sendEventStream(
+  req: Request,
+  res: Response,
+  stream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent>,
+): Promise<void> {
+  res.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  res.write('retry: 2000\n\n');
+  const heartbeat = setInterval(() => res.write(': ping\n\n'), EVENT_STREAM_HEARTBEAT_MS);
+  try {
+    for await (const message of stream(req.get('last-event-id'))) {
+      res.write(`${message.id ? `id: ${message.id}\n` : ''}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`);
+    }
+  } catch (error) {
+    req.log.warn({ err: error }, 'event stream cut short');
+  } finally {
+    clearInterval(heartbeat);
+    res.end();
+  }
 }
 
 export interface CookieOptions {

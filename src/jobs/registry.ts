@@ -10,7 +10,7 @@ import { maintenanceJob } from './maintenance.js';
  * worker concurrency and Bull Board's list all come from here.
  */
 export function jobsFor(consumers: readonly EventConsumer<any>[]): JobDefinition<any>[] {
-  return [approvalExpiryJob, maintenanceJob, auditExportJob, ...consumers.map((consumer) => consumer.job)];
+  return [approvalExpiryJob, maintenanceJob, auditExportJob, ...consumers.flatMap((consumer) => (consumer.job ? [consumer.job] : []))];
 }
 
 export const JOBS = jobsFor(CONSUMERS);

@@ -13,6 +13,9 @@ export type ErrorCode =
   | 'rate_limited'
   | 'gone'
   | 'csrf_failed'
+  | 'not_a_reviewer'
+  | 'self_approval'
+  | 'channel_not_allowed'
   | 'internal';
 
 export interface FieldError {
@@ -63,6 +66,13 @@ export class CsrfError extends AppError {
       'CSRF token missing or wrong',
       'A write with a session cookie must carry the x-csrf-token header of the session.',
     );
+  }
+}
+
+/** Who may decide refused this voter (contract C12); each reason has its own code. */
+export class DecisionRefusedError extends AppError {
+  constructor(code: 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed', detail: string) {
+    super(403, code, 'Not allowed to decide this request', detail);
   }
 }
 

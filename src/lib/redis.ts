@@ -23,6 +23,25 @@ export function createRedisSubscriber(url: string, role: string, logger: Logger)
   return withErrorLogging(connection, logger, role);
 }
 
+/**
+ * Subscribes, waiting at most `timeoutMs`: a web process must come up while Redis is away. The
+ * SUBSCRIBE stays queued and ioredis re-subscribes by itself after every reconnect.
+ */
+export async function subscribeWithin(subscriber: Redis, channel: string, timeoutMs: number, logger: Logger): Promise<boolean> {
+  const subscribed = subscriber.subscribe(channel).then(
+    () => true,
+    (error: unknown) => {
+      logger.error({ err: error, channel }, 'could not subscribe');
+      return false;
+    },
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, timeoutMs, false)));
+  const done = await Promise.race([subscribed, timedOut]);
+  clearTimeout(timer);
+  return done;
+}
+
 /** QUIT when connected (lets replies drain), otherwise just stop reconnecting. */
 export async function closeRedis(connection: Redis): Promise<void> {
   if (connection.status === 'ready') {

@@ -21,6 +21,13 @@ export interface TestOrg {
   key: string;
   /** supertest agent bound to the app, with this org's key in the authorization header. */
   request: (method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string) => supertest.Test;
+  /**
+   * The same with a second key of the org: a reviewer's. The key that created a request may not
+   * decide it (contract C12), so decisions in tests come from this one.
+   */
+  reviewerKeyId: string;
+  reviewerKey: string;
+  asReviewer: (method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string) => supertest.Test;
 }
 
 export interface TestEnv {
@@ -87,7 +94,16 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     async createOrg({ plan = 'pro', scopes = SCOPES, adminEmails = [] } = {}) {
       const { orgId } = await services.orgs.createOrganization({ name: `org-${suffix}`, plan, adminEmails });
       const { id: keyId, key } = await createKey(orgId, scopes);
-      return { orgId, keyId, key, request: (method, path) => http[method](path).set('authorization', `Bearer ${key}`) };
+      const reviewer = await createKey(orgId, scopes);
+      return {
+        orgId,
+        keyId,
+        key,
+        request: (method, path) => http[method](path).set('authorization', `Bearer ${key}`),
+        reviewerKeyId: reviewer.id,
+        reviewerKey: reviewer.key,
+        asReviewer: (method, path) => http[method](path).set('authorization', `Bearer ${reviewer.key}`),
+      };
     },
     createPeer: start,
     async close() {

@@ -1,4 +1,5 @@
-import type { ApprovalService } from '../../modules/approvals/approval-service.js';
+import type { ApprovalFeed, FeedMessage } from '../../modules/approvals/approval-feed.js';
+import { voterOf, type ApprovalService } from '../../modules/approvals/approval-service.js';
 import {
   approvalCreateSchema,
   approvalIdParamsSchema,
@@ -8,10 +9,23 @@ import {
   approvalViewSchema,
   decisionSchema,
 } from '../../modules/approvals/approval-schemas.js';
-import { defineRoute } from '../route.js';
+import { defineRoute, type ServerSentEvent } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
-export function approvalRoutes(approvals: ApprovalService) {
+/** A Last-Event-ID that is not a seq this stream gave out is ignored: the stream starts from now. */
+function resumeAfter(lastEventId: string | undefined): number | null {
+  return lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : null;
+}
+
+async function* serverSentEvents(messages: AsyncIterable<FeedMessage>): AsyncGenerator<ServerSentEvent> {
+  for await (const message of messages) {
+    yield message.kind === 'reset'
+      ? { event: 'reset', data: { reason: 'More was missed than can be replayed: read the approvals again.' } }
+      : { id: String(message.event.seq), event: 'approval', data: message.event };
+  }
+}
+
+export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
   return [
     defineRoute({
       method: 'post',
@@ -43,6 +57,24 @@ export function approvalRoutes(approvals: ApprovalService) {
       },
       handler: async ({ tenant, query }) => ({ status: 200, body: await approvals.list(tenant, query) }),
     }),
+    // Before /v1/approvals/:id, whose id it would otherwise be.
+    defineRoute({
+      method: 'get',
+      path: '/v1/approvals/events',
+      summary: "Follow the organization's approval events live (server-sent events)",
+      scope: 'approvals:read',
+      responses: {
+        200: {
+          description:
+            'A text/event-stream: `approval` events (`{ type, approvalId, status, seq }`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends `reset` when that is too much.',
+        },
+        ...problemResponses(401, 403),
+      },
+      handler: async ({ tenant, signal }) => ({
+        status: 200,
+        eventStream: (lastEventId) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
+      }),
+    }),
     defineRoute({
       method: 'get',
       path: '/v1/approvals/:id',
@@ -72,7 +104,7 @@ export function approvalRoutes(approvals: ApprovalService) {
       },
       handler: async ({ tenant, params, body }) => ({
         status: 200,
-        body: await approvals.decide(tenant, params.id, body),
+        body: await approvals.decide(tenant.orgId, params.id, body, voterOf(tenant)),
       }),
     }),
   ];

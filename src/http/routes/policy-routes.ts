@@ -1,5 +1,12 @@
 import type { PolicyService } from '../../modules/policies/policy-service.js';
-import { policyDocumentSchema, policyKeyParamsSchema, policyListSchema, policyViewSchema } from '../../modules/policies/policy-schemas.js';
+import {
+  policyDocumentSchema,
+  policyEvaluationInputSchema,
+  policyEvaluationSchema,
+  policyKeyParamsSchema,
+  policyListSchema,
+  policyViewSchema,
+} from '../../modules/policies/policy-schemas.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
@@ -18,6 +25,20 @@ export function policyRoutes(policies: PolicyService) {
         ...problemResponses(401, 403, 422),
       },
       handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.put(tenant, params.key, body) }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/policies/:key/evaluate',
+      summary: 'Try a request against the stored policy, or against a draft, without creating anything',
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      invalidParams: 'validation_failed',
+      body: policyEvaluationInputSchema,
+      responses: {
+        200: { description: 'What the policy would decide.', schema: policyEvaluationSchema },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.evaluate(tenant, params.key, body) }),
     }),
     defineRoute({
       method: 'get',

@@ -13,6 +13,7 @@ export const approvalCreateSchema = z
     context: jsonObject.nullish().meta({ description: 'Reviewer-facing reasoning; not evaluated.' }),
     agent: z.string().min(1).max(200).nullish(),
     idempotencyKey: z.string().min(1).max(255).optional(),
+    onBehalfOf: z.email().max(320).nullish().meta({ description: 'The email of the member the agent acts for; they may not vote on it.' }),
   })
   .meta({ id: 'ApprovalCreateInput' });
 export type ApprovalCreateInput = z.output<typeof approvalCreateSchema>;
@@ -116,6 +117,11 @@ export const approvalListQuerySchema = z
       .pipe(z.number().min(1, 'limit must be an integer from 1 to 200').max(200, 'limit must be an integer from 1 to 200'))
       .default(50),
     cursor: z.string().min(1).max(200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+    decidable: z
+      .enum(['true', 'false'])
+      .transform((value) => value === 'true')
+      .optional()
+      .meta({ description: 'true: only pending approvals the caller may decide and has not voted on (the console inbox).' }),
   })
   .refine((query) => !query.from || !query.to || query.from <= query.to, { path: ['to'], message: 'to must not be before from' });
 export type ApprovalListQuery = z.output<typeof approvalListQuerySchema>;

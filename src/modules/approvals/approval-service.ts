@@ -1,6 +1,7 @@
 import type { DataLayer } from '../../data/database.js';
-import { ConflictError, NotFoundError, PaymentRequiredError, ValidationError } from '../../lib/errors.js';
-import type { Tenant } from '../orgs/tenant.js';
+import { ConflictError, DecisionRefusedError, NotFoundError, PaymentRequiredError, ValidationError } from '../../lib/errors.js';
+import type { MemberRole, Tenant } from '../orgs/tenant.js';
+import type { DecisionChannel } from '../policies/policy-schemas.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
 import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, DecisionInput } from './approval-schemas.js';
@@ -10,17 +11,17 @@ import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
-import { ApprovalStore, type Approval, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
-import type { Actor } from '../audit/audit-events.js';
 import {
-  applySettlement,
-  createApproval,
-  currentPayloadHash,
-  decideApproval,
-  timeOutApproval,
-  type Creation,
-  type Governing,
-} from './approval-transitions.js';
+  ApprovalStore,
+  type Approval,
+  type ApprovalRecord,
+  type CreateOutcome,
+  type DecisionRefusal,
+  type MonthlyQuota,
+  type VoterRecord,
+} from './approval-store.js';
+import type { Actor } from '../audit/audit-events.js';
+import { createApproval, currentPayloadHash, timeOutApproval, voteOn, type Creation, type Governing } from './approval-transitions.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 
 /** Policy writes racing one creation this often mean something is wrong, not busy. */
@@ -44,6 +45,40 @@ export interface AfterCommit {
 
 export type TimeoutOutcome =
   { kind: 'settled'; status: Approval['status']; successorId: string | null } | { kind: 'not_due'; dueAt: Date } | { kind: 'not_pending' };
+
+/**
+ * Who casts a vote and through which channel (contract C12): an API key through `api`, a member
+ * through the console, an email link or Slack. A member's role is the one read for this request.
+ */
+export interface Voter {
+  actor: Extract<Actor, { type: 'api_key' | 'user' }>;
+  role?: MemberRole;
+  channel: DecisionChannel;
+}
+
+/** The voter a caller of the API is: its key, or the member of its console session. */
+export function voterOf(tenant: Tenant): Voter {
+  const { principal } = tenant;
+  return principal.type === 'session'
+    ? { actor: { type: 'user', id: principal.memberId, email: principal.email }, role: principal.role, channel: 'console' }
+    : { actor: { type: 'api_key', id: principal.keyId }, channel: 'api' };
+}
+
+function voterRecord({ actor, role }: Voter): VoterRecord {
+  return actor.type === 'user'
+    ? { type: 'user', id: actor.id, email: actor.email, role: role ?? 'viewer' }
+    : { type: 'api_key', id: actor.id };
+}
+
+/** What each refusal tells the voter to do. */
+const REFUSALS: Record<DecisionRefusal, (approval: Approval, voter: Voter) => string> = {
+  channel_not_allowed: (approval, voter) =>
+    `The policy of this request does not allow decisions through ${voter.channel}; decide it through ${approval.channels.join(' or ')}.`,
+  not_a_reviewer: (approval) =>
+    `You are not among the reviewers the policy '${approval.policyKey}' names; ask one of them, or an admin to add you to the policy's reviewers.`,
+  self_approval: () =>
+    'You asked for this request (or it acts on your behalf), and its policy does not allow self-approval: another reviewer must decide it.',
+};
 
 export interface CreatedApproval {
   /** True when this call made the record; false for an idempotent replay. */
@@ -107,7 +142,7 @@ export class ApprovalService {
     quota: MonthlyQuota | null,
   ): Promise<{ creation: Creation; outcome: Exclude<CreateOutcome, 'stale_policy'> }> {
     for (let attempt = 0; attempt < MAX_POLICY_RACES; attempt++) {
-      const creation = createApproval(input, await this.govern(orgId, input, attempt > 0), actor, new Date());
+      const creation = createApproval(input, await this.govern(orgId, input, attempt > 0), { actor, requester: actor }, new Date());
       const outcome = await store.create(creation, quota);
       if (outcome !== 'stale_policy') return { creation, outcome };
     }
@@ -152,7 +187,14 @@ export class ApprovalService {
     const { status, cursor, ...filters } = query;
     const after = cursor === undefined ? undefined : decodeListCursor(cursor);
     if (after === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
-    const rows = await this.store(tenant).list({ ...filters, ...(status ? { statuses: status } : {}), ...(after ? { after } : {}) });
+    const { decidable, ...exact } = filters;
+    const voter = decidable ? voterOf(tenant) : undefined;
+    const rows = await this.store(tenant).list({
+      ...exact,
+      ...(status ? { statuses: status } : {}),
+      ...(after ? { after } : {}),
+      ...(voter ? { decidableBy: { voter: voterRecord(voter), channel: voter.channel } } : {}),
+    });
     const last = rows.length === query.limit ? rows[rows.length - 1] : undefined;
     return { approvals: rows.map(toApprovalView), nextCursor: last ? encodeListCursor(last) : null };
   }
@@ -215,6 +257,7 @@ export class ApprovalService {
     return { kind: 'settled', status: settlement.status, successorId: successor?.approval.id ?? null };
   }
 
+  /** The successor asks for the same action on behalf of the same requester, who still may not vote on it. */
   private async successorOf(orgId: string, approval: Approval, actor: Actor, now: Date): Promise<Creation> {
     const input: ApprovalCreateInput = {
       action: approval.action,
@@ -222,8 +265,10 @@ export class ApprovalService {
       context: approval.context as ApprovalCreateInput['context'],
       agent: approval.agent,
       policyKey: approval.escalateTo!,
+      onBehalfOf: approval.onBehalfOf,
     };
-    return createApproval(input, await this.govern(orgId, input, true), actor, now, approval.id);
+    const requester = approval.requestedBy as Pick<Actor, 'type' | 'id'> | null;
+    return createApproval(input, await this.govern(orgId, input, true), { actor, requester }, now, approval.id);
   }
 
   /** The sweeper: times out approvals overdue by `graceMs` or more, whose expiry job went missing. */
@@ -236,8 +281,13 @@ export class ApprovalService {
     return settled;
   }
 
-  async decide(tenant: Tenant, id: string, decision: DecisionInput): Promise<ApprovalView> {
-    const store = this.store(tenant);
+  /**
+   * The one decide path of every surface (API, console, email link, Slack): a vote, which settles
+   * the approval when it is a rejection or reaches the quorum. Who may vote, through which
+   * channel, is decided by the database in the same statement (see ag_cast_vote).
+   */
+  async decide(orgId: string, id: string, decision: DecisionInput, voter: Voter): Promise<ApprovalView> {
+    const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
     const approval = await this.require(store, id);
     if (approval.status !== 'pending') {
       throw new ConflictError(`Approval ${id} is ${approval.status}; only pending approvals can be decided.`);
@@ -246,16 +296,33 @@ export class ApprovalService {
     if (approval.expiresAt && approval.expiresAt <= now) {
       throw new ConflictError(`Approval ${id} expired at ${approval.expiresAt.toISOString()}.`);
     }
-
-    const { settlement, events } = decideApproval(approval, decision, tenant.actor, now);
-    if (!(await store.settle(id, settlement, events, 'before'))) {
-      throw new ConflictError(`Approval ${id} was settled by another request or expired.`);
+    if (decision.editedPayload && approval.quorum > 1) {
+      throw new ValidationError([
+        {
+          path: 'editedPayload',
+          message: `This request needs ${approval.quorum} approvals, and every approver must approve the same payload: approve it as it is, or reject it with feedback.`,
+        },
+      ]);
     }
-    await Promise.all([this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
-    return toApprovalView(applySettlement(approval, settlement));
+
+    const { vote, recorded, settling } = voteOn(approval, decision, voter.actor, now);
+    const outcome = await store.castVote(id, voterRecord(voter), voter.channel, vote, recorded, settling);
+    switch (outcome) {
+      case 'not_pending':
+        throw new ConflictError(`Approval ${id} was settled by another decision or expired.`);
+      case 'duplicate_voter':
+        throw new ConflictError(`You already voted on approval ${id}; each reviewer votes once.`);
+      case 'recorded':
+      case 'settled':
+        break;
+      default:
+        throw new DecisionRefusedError(outcome, REFUSALS[outcome](approval, voter));
+    }
+    await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
+    return toApprovalView(await this.require(store, id));
   }
 
-  private async require(store: ApprovalStore, id: string): Promise<Approval> {
+  private async require(store: ApprovalStore, id: string): Promise<ApprovalRecord> {
     const approval = await store.findById(id);
     if (!approval) throw new NotFoundError(`No approval with id '${id}' exists.`);
     return approval;
@@ -268,7 +335,7 @@ function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
   );
 }
 
-export function toApprovalView(approval: Approval): ApprovalView {
+export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }): ApprovalView {
   const decided = approval.status === 'approved' || approval.status === 'rejected';
   return {
     id: approval.id,
@@ -286,8 +353,8 @@ export function toApprovalView(approval: Approval): ApprovalView {
     payloadHash: currentPayloadHash(approval),
     decidedBy: decided ? ((approval.decidedBy as Decider | null) ?? null) : null,
     decidedAt: decided ? (approval.decidedAt?.toISOString() ?? null) : null,
-    quorum: 1,
-    votes: [],
-    onBehalfOf: null,
+    quorum: approval.quorum,
+    votes: approval.votes ?? [],
+    onBehalfOf: approval.onBehalfOf,
   };
 }

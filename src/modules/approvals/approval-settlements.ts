@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { subscribeWithin } from '../../lib/redis.js';
 
 /**
  * Tells long-polling readers that an approval left `pending`, across every process.
@@ -33,20 +34,9 @@ export class ApprovalSettlements {
    * the API must come up while Redis is away, with long-polls answering at the end of their wait.
    */
   async start(timeoutMs = 2000): Promise<void> {
-    if (!this.subscriber) return;
-    const subscribed = this.subscriber.subscribe(this.channel).then(
-      () => true,
-      (error: unknown) => {
-        this.logger.error({ err: error }, 'could not subscribe to approval settlements');
-        return false;
-      },
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, timeoutMs, false)));
-    if (!(await Promise.race([subscribed, timedOut]))) {
+    if (this.subscriber && !(await subscribeWithin(this.subscriber, this.channel, timeoutMs, this.logger))) {
       this.logger.warn('approval settlements not subscribed yet; long-polls answer when their wait ends');
     }
-    clearTimeout(timer);
   }
 
   /** Announces a committed settlement. Failure is logged, not thrown: the state is already safe. */

@@ -2,11 +2,25 @@ import { byColumn, selectList, type ColumnMap } from '../../data/columns.js';
 import { postgresErrorCode, transactionSql, type Database, type Sql } from '../../data/database.js';
 import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
+import type { MemberRole } from '../orgs/tenant.js';
+import type { DecisionChannel } from '../policies/policy-schemas.js';
 import type { ApprovalStatus, Decider } from './approval-schemas.js';
+import type { Vote } from './approval-transitions.js';
 import { auditEventsArgument } from '../audit/audit-store.js';
 
 export type { Approval };
 export type NewApproval = Omit<Approval, 'orgId'>;
+/** An approval as read: the row and its votes. */
+export type ApprovalRecord = Approval & { votes: Vote[] };
+
+/** Who votes, as the database's decision rules read it (see ag_decision_refusal). */
+export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };
+
+export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
+export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed';
+
+/** SQLSTATE raised by ag_cast_vote when the deadline passed between its check and the settlement. */
+const DEADLINE_PASSED = 'AG409';
 
 /** The terminal fields a settlement writes; `payload` and its hash only when a reviewer edited it. */
 export interface Settlement {
@@ -29,6 +43,8 @@ export interface ApprovalListing {
   from?: Date;
   to?: Date;
   after?: { createdAt: Date; id: string };
+  /** Only pending approvals this voter may decide through this channel, and has not voted on yet. */
+  decidableBy?: { voter: VoterRecord; channel: DecisionChannel };
   limit: number;
 }
 
@@ -61,13 +77,16 @@ export class ApprovalStore {
     private readonly orgId: string,
   ) {}
 
-  async findById(id: string): Promise<Approval | null> {
-    const [row] = await this.sql.query<Approval>('approval-by-id', `${SELECT_APPROVAL} WHERE org_id = $1 AND id = $2`, [this.orgId, id]);
+  async findById(id: string): Promise<ApprovalRecord | null> {
+    const [row] = await this.sql.query<ApprovalRecord>('approval-by-id', `${SELECT_APPROVAL} WHERE org_id = $1 AND id = $2`, [
+      this.orgId,
+      id,
+    ]);
     return row ?? null;
   }
 
-  async findByIdempotencyKey(idempotencyKey: string): Promise<Approval | null> {
-    const [row] = await this.sql.query<Approval>(
+  async findByIdempotencyKey(idempotencyKey: string): Promise<ApprovalRecord | null> {
+    const [row] = await this.sql.query<ApprovalRecord>(
       'approval-by-idempotency-key',
       `${SELECT_APPROVAL} WHERE org_id = $1 AND idempotency_key = $2`,
       [this.orgId, idempotencyKey],
@@ -80,7 +99,7 @@ export class ApprovalStore {
    * leads with it and continues in that order; several statuses are read as one ordered scan per
    * status, merged, so no page ever sorts more than `limit` rows per status.
    */
-  async list(listing: ApprovalListing): Promise<Approval[]> {
+  async list(listing: ApprovalListing): Promise<ApprovalRecord[]> {
     const values: unknown[] = [this.orgId];
     const bind = (value: unknown) => `$${values.push(value)}`;
     const conditions = ['org_id = $1'];
@@ -90,6 +109,13 @@ export class ApprovalStore {
     if (listing.from) conditions.push(`created_at >= ${bind(listing.from)}`);
     if (listing.to) conditions.push(`created_at <= ${bind(listing.to)}`);
     if (listing.after) conditions.push(`(created_at, id) < (${bind(listing.after.createdAt)}, ${bind(listing.after.id)}::uuid)`);
+    if (listing.decidableBy) {
+      const { voter, channel } = listing.decidableBy;
+      conditions.push(
+        `status = 'pending' AND ag_decision_refusal(approvals, ${bind(JSON.stringify(voter))}::jsonb, ${bind(channel)}) IS NULL
+         AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = approvals.id AND v.voter_key = ${bind(`${voter.type}:${voter.id}`)})`,
+      );
+    }
     const limit = bind(listing.limit);
     const page = (extra: string) =>
       `SELECT ${SELECT_LIST} FROM approvals WHERE ${[...conditions, extra].filter(Boolean).join(' AND ')}
@@ -101,7 +127,7 @@ export class ApprovalStore {
         : `SELECT * FROM (${statuses.map((status) => `(${page(`status = ${bind(status)}::"ApprovalStatus"`)})`).join(' UNION ALL ')}) merged
            ORDER BY "createdAt" DESC, id DESC LIMIT ${limit}`;
     // Not prepared: the statement's shape depends on which filters are given.
-    return this.sql.query<Approval>(null, text, values);
+    return this.sql.query<ApprovalRecord>(null, text, values);
   }
 
   async monthlyUsage(month: string): Promise<number> {
@@ -131,6 +157,37 @@ export class ApprovalStore {
    */
   settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: Deadline): Promise<boolean> {
     return settleApproval(this.sql, this.orgId, id, settlement, events, deadline);
+  }
+
+  /** Casts a vote; the database decides whether it settles the approval (see ag_cast_vote). */
+  async castVote(
+    id: string,
+    voter: VoterRecord,
+    channel: DecisionChannel,
+    vote: Vote,
+    recordedEvents: AuditEventDraft[],
+    settling: { settlement: Settlement; events: AuditEventDraft[] },
+  ): Promise<VoteOutcome> {
+    try {
+      const [row] = await this.sql.query<{ outcome: VoteOutcome }>(
+        'cast-vote',
+        `SELECT ag_cast_vote($1::uuid, $2::uuid, $3::jsonb, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::jsonb) AS outcome`,
+        [
+          this.orgId,
+          id,
+          JSON.stringify(voter),
+          channel,
+          JSON.stringify(vote),
+          auditEventsArgument(recordedEvents),
+          JSON.stringify(settling.settlement),
+          auditEventsArgument(settling.events),
+        ],
+      );
+      return row!.outcome;
+    } catch (error) {
+      if (postgresErrorCode(error) === DEADLINE_PASSED) return 'not_pending';
+      throw error;
+    }
   }
 
   /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
@@ -216,9 +273,22 @@ export const APPROVAL_COLUMNS = {
   escalatedTo: 'escalated_to',
   payloadHash: 'payload_hash',
   decidedBy: 'decided_by',
+  quorum: 'quorum',
+  reviewerRoles: 'reviewer_roles',
+  reviewerEmails: 'reviewer_emails',
+  allowSelfApproval: 'allow_self_approval',
+  channels: 'channels',
+  onBehalfOf: 'on_behalf_of',
+  requestedBy: 'requested_by',
 } as const satisfies ColumnMap<Approval>;
 
-const SELECT_LIST = selectList(APPROVAL_COLUMNS);
+/** The approval's votes in the order they came, as the view shows them. */
+const VOTES = `(SELECT coalesce(jsonb_agg(jsonb_build_object(
+    'by', v.voter, 'verdict', v.verdict, 'feedback', v.feedback,
+    'at', to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY v.created_at, v.voter_key), '[]')
+  FROM approval_votes v WHERE v.approval_id = approvals.id) AS votes`;
+
+const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}`;
 const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
 
 /** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */

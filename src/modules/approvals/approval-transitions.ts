@@ -69,16 +69,30 @@ function webhookEvent(
   };
 }
 
+/** Who may decide when no policy says (orphans): reviewers and admins, one approval, every channel. */
+const DEFAULT_DECISION_RULES: Pick<PolicyDocument, 'reviewers' | 'quorum' | 'allowSelfApproval' | 'channels'> = {
+  reviewers: { roles: ['reviewer', 'admin'], members: [] },
+  quorum: 1,
+  allowSelfApproval: false,
+  channels: ['api', 'console', 'email', 'slack'],
+};
+
+/**
+ * A new approval under its governing policy. `requester` is who asked: the creating actor, or for
+ * an escalation's successor (created by the system) whoever asked for the original, who may not
+ * vote on either.
+ */
 export function createApproval(
   input: ApprovalCreateInput,
   governing: Governing,
-  actor: Actor,
+  { actor, requester }: { actor: Actor; requester: Pick<Actor, 'type' | 'id'> | null },
   now: Date,
   escalatedFrom: string | null = null,
 ): Creation {
   const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
   const timeoutSeconds = governing.kind === 'policy' ? governing.policy.timeoutSeconds : governing.timeoutSeconds;
   const decidedBy: Decider | null = autoApproved ? { type: 'policy', id: input.policyKey } : null;
+  const rules = governing.kind === 'policy' ? governing.policy : DEFAULT_DECISION_RULES;
   const approval: NewApproval & { payloadHash: string } = {
     id: randomUUID(),
     status: autoApproved ? 'approved' : 'pending',
@@ -99,6 +113,13 @@ export function createApproval(
     escalatedTo: null,
     payloadHash: payloadHash(input.payload),
     decidedBy,
+    quorum: rules.quorum,
+    reviewerRoles: rules.reviewers.roles,
+    reviewerEmails: rules.reviewers.members,
+    allowSelfApproval: rules.allowSelfApproval,
+    channels: rules.channels,
+    onBehalfOf: input.onBehalfOf ?? null,
+    requestedBy: requester && { type: requester.type, id: requester.id },
   };
 
   const subject = subjectOf(approval);
@@ -114,6 +135,8 @@ export function createApproval(
         payload: approval.payload,
         payloadHash: approval.payloadHash,
         ...(approval.context ? { context: approval.context } : {}),
+        ...(approval.onBehalfOf ? { onBehalfOf: approval.onBehalfOf } : {}),
+        quorum: approval.quorum,
         outcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
         ...(governing.kind === 'policy'
           ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
@@ -175,6 +198,37 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
       },
     ],
   };
+}
+
+/** A vote as the view and the database keep it. */
+export interface Vote {
+  by: Decider;
+  verdict: 'approved' | 'rejected';
+  feedback: string | null;
+  at: string;
+}
+
+/**
+ * A vote on a pending approval, both ways it can go: the database decides, under the approval's
+ * lock, whether it settles the approval (`settling`: a rejection, or the approval that reaches
+ * quorum) or is recorded while others are still needed (`recorded`).
+ */
+export function voteOn(
+  approval: Approval,
+  decision: DecisionInput,
+  actor: Actor,
+  now: Date,
+): { vote: Vote; recorded: AuditEventDraft[]; settling: Settling } {
+  const vote: Vote = { by: deciderOf(actor), verdict: decision.verdict, feedback: decision.feedback ?? null, at: now.toISOString() };
+  const recorded: AuditEventDraft[] = [
+    {
+      type: 'approval.vote_recorded',
+      actor,
+      createdAt: now,
+      data: { ...subjectOf(approval), verdict: vote.verdict, feedback: vote.feedback, quorum: approval.quorum },
+    },
+  ];
+  return { vote, recorded, settling: decideApproval(approval, decision, actor, now) };
 }
 
 /**

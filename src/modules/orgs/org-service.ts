@@ -1,8 +1,9 @@
 import type { DataLayer } from '../../data/database.js';
-import { NotFoundError } from '../../lib/errors.js';
+import { ForbiddenError, NotFoundError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-keys.js';
 import { OrgStore } from './org-store.js';
+import type { ApiKeyCreateInput, ApiKeyView } from './key-schemas.js';
 import type { Plan, Scope, Tenant } from './tenant.js';
 
 export class OrgService {
@@ -47,6 +48,29 @@ export class OrgService {
     return { id: apiKey.id, revokedAt: apiKey.revokedAt.toISOString() };
   }
 
+  async listApiKeys(tenant: Tenant): Promise<ApiKeyView[]> {
+    return (await this.store.listApiKeys(tenant.orgId)).map(toApiKeyView);
+  }
+
+  /** A key for the caller's organization, with no scope the caller does not hold itself. */
+  async createApiKeyFor(tenant: Tenant, input: ApiKeyCreateInput): Promise<{ key: ApiKeyView; secret: string }> {
+    const beyond = input.scopes.filter((scope) => !tenant.scopes.has(scope));
+    if (beyond.length > 0) throw new ForbiddenError(`You cannot grant scopes you do not hold: ${beyond.join(', ')}.`);
+    const secret = generateApiKey();
+    const created = await this.store.createApiKey({
+      orgId: tenant.orgId,
+      name: input.name ?? null,
+      scopes: input.scopes,
+      keyHash: hashApiKey(secret),
+    });
+    return { key: toApiKeyView(created), secret };
+  }
+
+  /** Revokes a key of the caller's organization; another organization's id is not found. */
+  async revokeApiKeyOf(tenant: Tenant, id: string): Promise<void> {
+    if (!(await this.store.revokeOrgApiKey(tenant.orgId, id, new Date()))) throw new NotFoundError(`No API key with id '${id}' exists.`);
+  }
+
   /** The tenant a presented key acts for, or null for an unknown, malformed or revoked key. */
   async authenticate(presentedKey: string): Promise<Tenant | null> {
     if (!looksLikeApiKey(presentedKey)) return null;
@@ -60,4 +84,14 @@ export class OrgService {
       principal: { type: 'api_key', keyId: grant.id },
     };
   }
+}
+
+function toApiKeyView(key: { id: string; name: string | null; scopes: string[]; createdAt: Date; revokedAt: Date | null }): ApiKeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    scopes: key.scopes as ApiKeyView['scopes'],
+    createdAt: key.createdAt.toISOString(),
+    revokedAt: key.revokedAt?.toISOString() ?? null,
+  };
 }

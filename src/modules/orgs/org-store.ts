@@ -38,6 +38,16 @@ export class OrgStore {
     return this.db.apiKey.findUnique({ where: { id } });
   }
 
+  listApiKeys(orgId: string): Promise<ApiKey[]> {
+    return this.db.apiKey.findMany({ where: { orgId }, orderBy: [{ createdAt: 'desc' }, { id: 'asc' }] });
+  }
+
+  /** Revokes a key of the organization, keeping the first revocation time; false when it has no such key. */
+  async revokeOrgApiKey(orgId: string, id: string, at: Date): Promise<boolean> {
+    await this.db.apiKey.updateMany({ where: { id, orgId, revokedAt: null }, data: { revokedAt: at } });
+    return (await this.db.apiKey.count({ where: { id, orgId } })) > 0;
+  }
+
   /** Runs on every request: one prepared statement joining the plan. */
   async findKeyGrant(keyHash: Uint8Array<ArrayBuffer>): Promise<KeyGrant | null> {
     const [row] = await this.sql.query<KeyGrant>(

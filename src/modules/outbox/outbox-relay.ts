@@ -55,7 +55,8 @@ export class OutboxRelay {
         const subscribed = eventsFor(consumer, events);
         if (subscribed.length === 0) return;
         const payloads = await consumer.plan(subscribed, this.services);
-        await Promise.all(payloads.map((payload) => this.services.jobs.add(consumer.job, payload)));
+        const { job } = consumer;
+        if (job) await Promise.all(payloads.map((payload) => this.services.jobs.add(job, payload)));
       }),
     );
   }

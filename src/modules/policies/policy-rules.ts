@@ -12,7 +12,7 @@ export interface RuleInput {
 
 export interface PolicyVerdict {
   outcome: PolicyOutcome;
-  /** Index of the rule that decided, null when the default applied or evaluation failed. */
+  /** Index of the rule that decided, or that failed; null when the default applied. */
   matchedRule: number | null;
   /** Why evaluation failed closed to `review`, recorded in the audit event. */
   error?: string;
@@ -72,10 +72,10 @@ export function evaluatePolicy(document: PolicyDocument, input: RuleInput): Poli
     try {
       result = compileRule(rule.when)(input);
     } catch (error) {
-      return { outcome: 'review', matchedRule: null, error: `rules.${index}.when: ${firstLine(error)}` };
+      return { outcome: 'review', matchedRule: index, error: `rules.${index}.when: ${firstLine(error)}` };
     }
     if (typeof result !== 'boolean') {
-      return { outcome: 'review', matchedRule: null, error: `rules.${index}.when returned ${typeof result}, not a boolean` };
+      return { outcome: 'review', matchedRule: index, error: `rules.${index}.when returned ${typeof result}, not a boolean` };
     }
     if (result) return { outcome: rule.outcome, matchedRule: index };
   }

@@ -15,6 +15,31 @@ export const policyRuleSchema = z
   })
   .strict();
 
+/** Where a decision may come from: an API key, a console session, an email link, Slack (contract C12). */
+export const DECISION_CHANNELS = ['api', 'console', 'email', 'slack'] as const;
+export type DecisionChannel = (typeof DECISION_CHANNELS)[number];
+
+const unique = <T>(values: readonly T[]) => new Set(values).size === values.length;
+
+export const reviewersSchema = z
+  .strictObject({
+    roles: z
+      .array(z.enum(['reviewer', 'admin'], { error: 'roles may name reviewer and admin; a viewer never decides' }))
+      .refine(unique, 'roles must not repeat')
+      .default([]),
+    members: z
+      .array(
+        z
+          .email()
+          .max(320)
+          .transform((email) => email.toLowerCase()),
+      )
+      .max(100)
+      .refine(unique, 'members must not repeat')
+      .default([]),
+  })
+  .meta({ description: 'Who may decide: members whose role is listed, or whose email is. Default: reviewers and admins.' });
+
 export const policyDocumentSchema = z
   .object({
     rules: z.array(policyRuleSchema).max(100).default([]),
@@ -22,6 +47,18 @@ export const policyDocumentSchema = z
     timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(3600),
     onTimeout: z.enum(['expire', 'escalate']).default('expire'),
     escalateTo: policyKeySchema.nullable().default(null),
+    reviewers: reviewersSchema.default({ roles: ['reviewer', 'admin'], members: [] }),
+    quorum: z.number().int().min(1).max(10).default(1).meta({ description: 'Distinct approvals a request needs; one rejection rejects.' }),
+    allowSelfApproval: z
+      .boolean()
+      .default(false)
+      .meta({ description: 'Whether the member a request is on behalf of, or whoever created it, may vote on it.' }),
+    channels: z
+      .array(z.enum(DECISION_CHANNELS))
+      .min(1)
+      .refine(unique, 'channels must not repeat')
+      .default([...DECISION_CHANNELS])
+      .meta({ description: 'Where a decision may be made.' }),
   })
   .strict()
   .meta({ id: 'PolicyDocument' });
@@ -40,3 +77,24 @@ export type PolicyView = z.output<typeof policyViewSchema>;
 export const policyListSchema = z.object({ policies: z.array(policyViewSchema) }).meta({ id: 'PolicyList' });
 
 export const policyKeyParamsSchema = z.object({ key: policyKeySchema });
+
+/** A request to try against a policy, stored or drafted, without creating anything (contract C12). */
+export const policyEvaluationInputSchema = z
+  .strictObject({
+    action: z.string().min(1).max(200),
+    payload: z.record(z.string(), z.unknown()),
+    agent: z.string().min(1).max(200).nullish(),
+    context: z.record(z.string(), z.unknown()).nullish(),
+    policy: policyDocumentSchema.optional().meta({ description: 'A draft to evaluate instead of the stored policy.' }),
+  })
+  .meta({ id: 'PolicyEvaluationInput' });
+export type PolicyEvaluationInput = z.output<typeof policyEvaluationInputSchema>;
+
+export const policyEvaluationSchema = z
+  .object({
+    outcome: z.enum(['allow', 'review']),
+    matchedRule: z.number().int().nullable().meta({ description: 'The rule that matched or failed; null when the default applied.' }),
+    error: z.string().nullable().meta({ description: 'Why evaluation failed closed to review, if it did.' }),
+  })
+  .meta({ id: 'PolicyEvaluation' });
+export type PolicyEvaluation = z.output<typeof policyEvaluationSchema>;

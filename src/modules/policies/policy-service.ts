@@ -1,8 +1,8 @@
 import type { DataLayer } from '../../data/database.js';
 import { NotFoundError, ValidationError } from '../../lib/errors.js';
 import type { Tenant } from '../orgs/tenant.js';
-import { checkPolicyRules } from './policy-rules.js';
-import type { PolicyDocument, PolicyView } from './policy-schemas.js';
+import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
+import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyView } from './policy-schemas.js';
 import { PolicyStore, type Policy } from './policy-store.js';
 
 /** A policy as some read saw it: its document (null when none exists) and the revision it had. */
@@ -42,9 +42,13 @@ export class PolicyService {
   }
 
   async get(tenant: Tenant, key: string): Promise<PolicyView> {
+    return toView(await this.require(tenant, key));
+  }
+
+  private async require(tenant: Tenant, key: string): Promise<Policy> {
     const policy = await this.store(tenant).find(key);
     if (!policy) throw new NotFoundError(`No policy with key '${key}' exists.`);
-    return toView(policy);
+    return policy;
   }
 
   async list(tenant: Tenant): Promise<PolicyView[]> {
@@ -53,10 +57,7 @@ export class PolicyService {
 
   /** Rules are compiled before anything is stored, so a bad expression never reaches evaluation. */
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
-    const ruleErrors = checkPolicyRules(document);
-    if (ruleErrors.length > 0) {
-      throw new ValidationError(ruleErrors, ruleErrors.map((error) => error.message).join('; '));
-    }
+    assertRulesCompile(document, '');
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
@@ -64,6 +65,18 @@ export class PolicyService {
       createdAt: new Date(),
     });
     return toView(policy);
+  }
+
+  /**
+   * What the stored policy under `key`, or the draft given, would say of a request: the same
+   * evaluation as creation runs, with nothing created and nothing audited.
+   */
+  async evaluate(tenant: Tenant, key: string, { policy: draft, ...request }: PolicyEvaluationInput): Promise<PolicyEvaluation> {
+    let document = draft;
+    if (document) assertRulesCompile(document, 'policy.');
+    else document = toDocument(await this.require(tenant, key));
+    const verdict = evaluatePolicy(document, { ...request, agent: request.agent ?? null, context: request.context ?? null });
+    return { outcome: verdict.outcome, matchedRule: verdict.matchedRule, error: verdict.error ?? null };
   }
 
   async delete(tenant: Tenant, key: string): Promise<void> {
@@ -77,8 +90,18 @@ export class PolicyService {
   }
 }
 
+/** Every rule compiles and can return a boolean, or 422 naming each that does not (under `prefix`). */
+function assertRulesCompile(document: PolicyDocument, prefix: string): void {
+  const errors = checkPolicyRules(document).map((error) => ({ ...error, path: `${prefix}${error.path}` }));
+  if (errors.length > 0) throw new ValidationError(errors, errors.map((error) => error.message).join('; '));
+}
+
 function toDocument(policy: Policy): PolicyDocument {
   return {
+    reviewers: { roles: policy.reviewerRoles as PolicyDocument['reviewers']['roles'], members: policy.reviewerEmails },
+    quorum: policy.quorum,
+    allowSelfApproval: policy.allowSelfApproval,
+    channels: policy.channels as PolicyDocument['channels'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],
     timeoutSeconds: policy.timeoutSeconds,

@@ -18,6 +18,11 @@ export const POLICY_COLUMNS = {
   onTimeout: 'on_timeout',
   escalateTo: 'escalate_to',
   revision: 'revision',
+  reviewerRoles: 'reviewer_roles',
+  reviewerEmails: 'reviewer_emails',
+  quorum: 'quorum',
+  allowSelfApproval: 'allow_self_approval',
+  channels: 'channels',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies ColumnMap<Policy>;
@@ -50,6 +55,11 @@ export class PolicyStore {
       timeoutSeconds: document.timeoutSeconds,
       onTimeout: document.onTimeout,
       escalateTo: document.escalateTo,
+      reviewerRoles: document.reviewers.roles,
+      reviewerEmails: document.reviewers.members,
+      quorum: document.quorum,
+      allowSelfApproval: document.allowSelfApproval,
+      channels: document.channels,
       // Every write renews the revision, which tells approval creation a cached evaluation is stale.
       revision: randomUUID(),
       updatedAt: event.createdAt,

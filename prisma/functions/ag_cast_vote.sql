@@ -1,0 +1,51 @@
+-- Records one voter's vote on a pending approval and settles it when the vote decides (contract
+-- C12): one reject vote rejects at once; approve votes from distinct voters approve once they
+-- reach the approval's quorum. The approval row is locked for the whole call, so concurrent votes
+-- are counted one after another: none is lost, and only one can settle. Returns 'recorded' (a vote
+-- under quorum: p_recorded_events appended), 'settled' (p_settlement applied, p_settled_events
+-- appended), 'not_pending' (settled, expired or past its deadline), 'duplicate_voter', or the
+-- refusal of ag_decision_refusal.
+CREATE OR REPLACE FUNCTION ag_cast_vote(
+  p_org uuid, p_id uuid, p_voter jsonb, p_channel text, p_vote jsonb,
+  p_recorded_events jsonb, p_settlement jsonb, p_settled_events jsonb)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_approval approvals;
+  v_refusal text;
+  v_approve_votes integer;
+BEGIN
+  SELECT * INTO v_approval FROM approvals WHERE org_id = p_org AND id = p_id FOR UPDATE;
+  IF NOT FOUND OR v_approval.status <> 'pending' OR v_approval.expires_at <= clock_timestamp() THEN
+    RETURN 'not_pending';
+  END IF;
+
+  v_refusal := ag_decision_refusal(v_approval, p_voter, p_channel);
+  IF v_refusal IS NOT NULL THEN
+    RETURN v_refusal;
+  END IF;
+
+  INSERT INTO approval_votes (approval_id, voter_key, voter, verdict, feedback, channel, created_at)
+  VALUES (p_id, (p_voter->>'type') || ':' || (p_voter->>'id'), p_vote->'by', p_vote->>'verdict', p_vote->>'feedback',
+          p_channel, (p_vote->>'at')::timestamptz)
+  ON CONFLICT (approval_id, voter_key) DO NOTHING;
+  IF NOT FOUND THEN
+    RETURN 'duplicate_voter';
+  END IF;
+
+  IF p_vote->>'verdict' = 'approved' THEN
+    SELECT count(*) INTO v_approve_votes FROM approval_votes WHERE approval_id = p_id AND verdict = 'approved';
+    IF v_approve_votes < v_approval.quorum THEN
+      PERFORM ag_append_audit_events(p_org, p_recorded_events);
+      RETURN 'recorded';
+    END IF;
+  END IF;
+
+  -- The deadline was checked above under the row lock; a clock tick past it since aborts the vote.
+  IF NOT ag_settle_approval(p_org, p_id, p_settlement, p_settled_events, 'before') THEN
+    RAISE EXCEPTION 'approval % reached its deadline while the vote was cast', p_id USING ERRCODE = 'AG409';
+  END IF;
+  RETURN 'settled';
+END
+$$;

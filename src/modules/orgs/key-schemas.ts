@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { SCOPES } from './tenant.js';
+
+export const apiKeyViewSchema = z
+  .object({
+    id: z.uuid(),
+    name: z.string().nullable(),
+    scopes: z.array(z.enum(SCOPES)),
+    createdAt: z.iso.datetime(),
+    revokedAt: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKeyView = z.output<typeof apiKeyViewSchema>;
+
+export const apiKeyCreateSchema = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).optional(),
+    scopes: z
+      .array(z.enum(SCOPES))
+      .min(1)
+      .refine((scopes) => new Set(scopes).size === scopes.length, 'scopes must not repeat'),
+  })
+  .meta({ id: 'ApiKeyCreateInput' });
+export type ApiKeyCreateInput = z.output<typeof apiKeyCreateSchema>;
+
+export const apiKeyCreatedSchema = z
+  .object({ key: apiKeyViewSchema, secret: z.string().meta({ description: 'The key itself, shown this once.' }) })
+  .meta({ id: 'ApiKeyCreated' });
+export const apiKeyListSchema = z.object({ keys: z.array(apiKeyViewSchema) }).meta({ id: 'ApiKeyList' });
+export const apiKeyIdParamsSchema = z.object({ id: z.uuid() });
