@@ -1,4 +1,7 @@
 import type {
+  ApiKeyCreated,
+  ApiKeyCreateInput,
+  ApiKeyList,
   ApprovalCreateInput,
   ApprovalList,
   ApprovalListQuery,
@@ -16,6 +19,8 @@ import type {
   MemberUpdateInput,
   MemberView,
   PolicyDocumentInput,
+  PolicyEvaluation,
+  PolicyEvaluationInput,
   PolicyList,
   PolicyView,
   Problem,
@@ -138,6 +143,9 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       get: (key: string) => request<PolicyView>('GET', `/v1/policies/${segment(key)}`),
       put: (key: string, document: PolicyDocumentInput) => request<PolicyView>('PUT', `/v1/policies/${segment(key)}`, { body: document }),
       delete: (key: string) => request<void>('DELETE', `/v1/policies/${segment(key)}`),
+      /** What the stored policy, or the draft in `input.policy`, would decide for a request; nothing is created. */
+      evaluate: (key: string, input: PolicyEvaluationInput) =>
+        request<PolicyEvaluation>('POST', `/v1/policies/${segment(key)}/evaluate`, { body: input }),
     },
     webhooks: {
       list: () => request<WebhookEndpointList>('GET', '/v1/webhooks'),
@@ -151,6 +159,11 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
         request<WebhookDeliveryList>('GET', `/v1/webhooks/${segment(id)}/deliveries`, { query }),
       redeliver: (id: string, deliveryId: string) =>
         request<WebhookDeliveryView>('POST', `/v1/webhooks/${segment(id)}/deliveries/${segment(deliveryId)}/redeliver`),
+    },
+    keys: {
+      list: () => request<ApiKeyList>('GET', '/v1/keys'),
+      create: (input: ApiKeyCreateInput) => request<ApiKeyCreated>('POST', '/v1/keys', { body: input }),
+      revoke: (id: string) => request<void>('DELETE', `/v1/keys/${segment(id)}`),
     },
     members: {
       list: () => request<MemberList>('GET', '/v1/members'),

@@ -7,11 +7,14 @@ import type { z } from 'zod';
 import type * as approvals from '../modules/approvals/approval-schemas.js';
 import type * as audit from '../modules/audit/audit-schemas.js';
 import type * as members from '../modules/members/member-schemas.js';
+import type * as keys from '../modules/orgs/key-schemas.js';
 import type * as policies from '../modules/policies/policy-schemas.js';
 import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
 import type { problemSchema } from '../http/problem-schema.js';
 
+export type { ApprovalFeedEvent } from '../modules/approvals/approval-feed.js';
 export type { AuditEventType, WebhookEventType } from '../modules/audit/audit-events.js';
+export type { DecisionChannel } from '../modules/policies/policy-schemas.js';
 export type { MemberRole, Scope } from '../modules/orgs/tenant.js';
 
 /** What a request sends: the schema's input (defaults optional, query values as strings). */
@@ -51,6 +54,13 @@ export type PolicyDocumentInput = In<typeof policies.policyDocumentSchema>;
 export type PolicyRule = Out<typeof policies.policyRuleSchema>;
 export type PolicyView = Out<typeof policies.policyViewSchema>;
 export type PolicyList = Out<typeof policies.policyListSchema>;
+export type PolicyEvaluationInput = In<typeof policies.policyEvaluationInputSchema>;
+export type PolicyEvaluation = Out<typeof policies.policyEvaluationSchema>;
+
+export type ApiKeyView = Out<typeof keys.apiKeyViewSchema>;
+export type ApiKeyList = Out<typeof keys.apiKeyListSchema>;
+export type ApiKeyCreateInput = In<typeof keys.apiKeyCreateSchema>;
+export type ApiKeyCreated = Out<typeof keys.apiKeyCreatedSchema>;
 
 export type WebhookCreateInput = In<typeof webhooks.webhookCreateSchema>;
 export type WebhookUpdateInput = In<typeof webhooks.webhookUpdateSchema>;

@@ -42,7 +42,7 @@ export function mountConsole(app: Express, directory: string): void {
       throw new NotFoundError(`No console asset at ${req.originalUrl}.`);
     };
     router.use('/assets', express.static(path.join(directory, 'assets'), { index: false, immutable: true, maxAge: '365d' }), missingAsset);
-    router.use(express.static(directory, { index: false, maxAge: '1h' }));
+    router.use(express.static(directory, { index: false, redirect: false, maxAge: '1h' }));
     router.get('/{*clientRoute}', (_req, res, next) => {
       // Relative to `root`, so that a dot in the directory's own path (node_modules/.cache) is not refused as a dotfile.
       res.set('cache-control', 'no-cache').sendFile('index.html', { root: directory }, (error) => error && next(error));

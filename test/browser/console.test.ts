@@ -1,16 +1,28 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream } from 'node:stream/web';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchBrowser, openContext, overflowsHorizontally, screenshot, signIn, unnamedControls } from '../support/browser.js';
+import { eventually } from '../support/eventually.js';
 import { createMember, type TestMember } from '../support/members.js';
 import { createTestEnv, type TestEnv, type TestOrg } from '../support/test-env.js';
+import { startReceiver } from '../support/webhook-receiver.js';
+import { startWorkerRuntime, type WorkerRuntime } from '../../workers/worker-runtime.js';
 
 let env: TestEnv;
 let browser: Browser;
+let worker: WorkerRuntime;
 
 beforeAll(async () => {
-  [env, browser] = await Promise.all([createTestEnv({ CONSOLE_DIR: inject('consoleDir') }), launchBrowser()]);
+  [env, browser] = await Promise.all([
+    createTestEnv({ CONSOLE_DIR: inject('consoleDir'), OUTBOX_POLL_INTERVAL_MS: '100', WEBHOOK_BACKOFF_SCALE: '0.001' }),
+    launchBrowser(),
+  ]);
+  // The relay feeds the live inbox; the queues expire requests, deliver webhooks and write exports.
+  worker = await startWorkerRuntime(env.services, ['outbox-relay', 'approval-expiry', 'webhook-delivery', 'audit-export']);
 });
 afterAll(async () => {
+  await worker?.stop();
   await browser?.close();
   await env?.close();
 });
@@ -124,6 +136,41 @@ describe('invites', () => {
     await latePage.getByRole('button', { name: 'Set password and sign in' }).click();
     await latePage.getByText('This invite is used or expired.').waitFor();
     await late.close();
+  });
+});
+
+describe('the live inbox', () => {
+  it('shows requests arriving and drops those settled by another web process or by expiry, each within 2 s', async () => {
+    const { org, reviewer } = await organization();
+    await org.request('put', '/v1/policies/quick').send({ timeoutSeconds: 3 }).expect(200);
+    const peer = await env.createPeer();
+    const asCreator = (method: 'post', path: string) => peer.http[method](path).set('authorization', `Bearer ${org.key}`);
+    const { context, page } = await signIn(browser, env, reviewer);
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    const row = (action: string) => page.getByRole('list', { name: 'Pending approvals' }).getByRole('link', { name: action, exact: true });
+
+    const arriving = (
+      await asCreator('post', '/v1/approvals')
+        .send({ action: 'live-arrives', payload: { amount: 500 }, policyKey: 'refunds' })
+        .expect(201)
+    ).body as { id: string };
+    await row('live-arrives').waitFor({ timeout: 2000 });
+
+    // Another process settles it, with another key.
+    await peer.http
+      .post(`/v1/approvals/${arriving.id}/decision`)
+      .set('authorization', `Bearer ${org.reviewerKey}`)
+      .send({ verdict: 'rejected' })
+      .expect(200);
+    await row('live-arrives').waitFor({ state: 'detached', timeout: 2000 });
+
+    const expiring = (
+      await asCreator('post', '/v1/approvals').send({ action: 'live-expires', payload: {}, policyKey: 'quick' }).expect(201)
+    ).body as { expiresAt: string };
+    await row('live-expires').waitFor({ timeout: 2000 });
+    // The worker expires it 3 s after creation; the row goes within 2 s of that deadline.
+    await row('live-expires').waitFor({ state: 'detached', timeout: new Date(expiring.expiresAt).getTime() + 2000 - Date.now() });
+    await context.close();
   });
 });
 
@@ -291,7 +338,7 @@ describe('who may do what', () => {
 });
 
 describe('policies', () => {
-  it('shows the CEL error on the rule the server names, and saves once it is fixed', async () => {
+  it('shows a CEL error on the rule the server names, tries the draft against a sample request, and saves it', async () => {
     const { org, admin } = await organization();
     const { context, page } = await signIn(browser, env, admin);
     await page.getByRole('link', { name: 'Policies' }).click();
@@ -300,30 +347,204 @@ describe('policies', () => {
     await page.getByRole('button', { name: 'Add rule' }).click();
     await page.getByLabel('Rule 2 condition (CEL)').fill('payload.amount >');
     await page.getByLabel('Rule 2 outcome').selectOption('allow');
-    await page.getByRole('button', { name: 'Save policy' }).click();
 
+    // Trying the draft is refused by the server for the same reason saving it would be.
+    await page.getByRole('button', { name: 'Try the draft' }).click();
     const ruleError = page.locator('#rule-2-error');
     await ruleError.waitFor();
     expect(await ruleError.textContent()).toMatch(/^Rule 2 does not compile/);
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText('The server refused the policy').waitFor();
+    expect(await ruleError.textContent()).toMatch(/^Rule 2 does not compile/);
     expect(await page.getByLabel('Rule 2 condition (CEL)').getAttribute('aria-invalid')).toBe('true');
     expect(await page.getByLabel('Rule 0 condition (CEL)').getAttribute('aria-invalid')).toBe('false');
-    expect(await page.getByRole('button', { name: 'Try the draft' }).isDisabled()).toBe(true);
     await screenshot(page, 'policy-editor');
 
     await page.getByLabel('Rule 2 condition (CEL)').fill('agent == "trusted-bot"');
+    const tryPanel = page.getByRole('form', { name: 'Try against a sample request' });
+    await tryPanel.getByLabel('Sample agent (optional)').fill('trusted-bot');
+    await tryPanel.getByLabel('Sample payload (JSON)').fill('{ "amount": 50 }');
+    await tryPanel.getByRole('button', { name: 'Try the draft' }).click();
+    await tryPanel.getByText('Outcome: allow. Rule 2 matched.').waitFor();
+    await tryPanel.getByLabel('Sample payload (JSON)').fill('{ "amount": 5 }');
+    await tryPanel.getByRole('button', { name: 'Try the draft' }).click();
+    await tryPanel.getByText('Outcome: allow. Rule 0 matched.').waitFor();
+    // Nothing was saved by trying.
+    expect((await org.request('get', '/v1/policies/refunds').expect(200)).body.rules).toHaveLength(2);
+
     await page.getByRole('button', { name: 'Save policy' }).click();
     await page.getByText('Saved.').waitFor();
     const stored = (await org.request('get', '/v1/policies/refunds').expect(200)).body;
     expect(stored.rules[2]).toEqual({ when: 'agent == "trusted-bot"', outcome: 'allow' });
     await context.close();
   });
+
+  it('keeps who decides, the quorum and the channels when a policy is saved from the editor', async () => {
+    const { org, admin } = await organization();
+    await org
+      .request('put', '/v1/policies/payouts')
+      .send({
+        reviewers: { roles: ['admin'], members: ['lead@acme.test'] },
+        quorum: 2,
+        allowSelfApproval: true,
+        channels: ['console', 'slack'],
+      })
+      .expect(200);
+    const { context, page } = await signIn(browser, env, admin);
+    await page.goto('/console/policies/payouts');
+    await page.getByLabel('Approvals needed (quorum)').waitFor();
+    expect(await page.getByLabel('Approvals needed (quorum)').inputValue()).toBe('2');
+    await page.getByLabel('Timeout (seconds)').fill('7200');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText('Saved.').waitFor();
+    expect((await org.request('get', '/v1/policies/payouts').expect(200)).body).toMatchObject({
+      timeoutSeconds: 7200,
+      reviewers: { roles: ['admin'], members: ['lead@acme.test'] },
+      quorum: 2,
+      allowSelfApproval: true,
+      channels: ['console', 'slack'],
+    });
+    await context.close();
+  });
+});
+
+describe('administration', () => {
+  it('creates an API key shown once, which works until it is revoked', async () => {
+    const { admin } = await organization();
+    const { context, page } = await signIn(browser, env, admin);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const form = page.getByRole('form', { name: 'New API key' });
+    await form.getByLabel('Name (optional)').fill('nightly-agent');
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const secret = await page.getByLabel('API key nightly-agent').inputValue();
+    expect(secret).toMatch(/^agk_/);
+    await env.http.get('/v1/approvals').set('authorization', `Bearer ${secret}`).expect(200);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    expect(await page.getByLabel('API key nightly-agent').count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Revoke key nightly-agent' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByRole('cell', { name: /^revoked/ }).waitFor();
+    await env.http.get('/v1/approvals').set('authorization', `Bearer ${secret}`).expect(401);
+    await context.close();
+  });
+
+  it('changes roles, refuses to demote the last admin, links and clears Slack, and removes a member', async () => {
+    const { org, admin, viewer } = await organization();
+    const { context, page } = await signIn(browser, env, admin);
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('combobox', { name: `Role of ${viewer.email}` }).selectOption('reviewer');
+    await eventually(
+      async () =>
+        (await org.request('get', '/v1/members').expect(200)).body.members.find((m: { id: string }) => m.id === viewer.id).role ===
+        'reviewer',
+    );
+
+    await page.getByRole('combobox', { name: `Role of ${admin.email}` }).selectOption('viewer');
+    await page.getByRole('alert').filter({ hasText: 'last admin' }).waitFor();
+
+    await page.getByRole('button', { name: `Link Slack identity of ${viewer.email}` }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Slack team id').fill('T0001');
+    await dialog.getByLabel('Slack user id').fill('U0001');
+    await dialog.getByRole('button', { name: 'Link' }).click();
+    await page.getByRole('button', { name: `Clear Slack link of ${viewer.email}` }).click();
+    await page.getByRole('button', { name: `Link Slack identity of ${viewer.email}` }).waitFor();
+
+    await page.getByRole('button', { name: `Remove ${viewer.email}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
+    await page.getByRole('cell', { name: viewer.email, exact: true }).waitFor({ state: 'detached' });
+    await viewer.agent.get('/v1/session').expect(401);
+    await context.close();
+  });
+
+  it('a member turns their own email notifications off', async () => {
+    const { org, reviewer } = await organization();
+    const { context, page } = await signIn(browser, env, reviewer);
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const toggle = page.getByLabel('Email me when a request waits for my decision');
+    expect(await toggle.isChecked()).toBe(true);
+    await toggle.uncheck();
+    await eventually(async () => {
+      const { members } = (await org.request('get', '/v1/members').expect(200)).body as {
+        members: { id: string; emailNotifications: boolean }[];
+      };
+      return members.find((member) => member.id === reviewer.id)?.emailNotifications === false;
+    });
+    await context.close();
+  });
+
+  it('registers a webhook endpoint (secret shown once), lists its deliveries and attempts, redelivers and rotates the secret', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { org, admin } = await organization();
+      const { context, page } = await signIn(browser, env, admin);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByLabel('URL').fill(receiver.url('/hooks'));
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      expect(await page.getByLabel(`Signing secret of ${receiver.url('/hooks')}`).inputValue()).toMatch(/^whsec_/);
+      await page.getByRole('button', { name: 'I have copied it' }).click();
+
+      const approval = await createApproval(org, 'hooked');
+      await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+      await eventually(() => receiver.received.length === 1);
+
+      await page.getByRole('link', { name: receiver.url('/hooks') }).click();
+      await page.getByRole('button', { name: 'Refresh deliveries' }).click();
+      await page.getByText('1 attempt', { exact: false }).waitFor();
+      await page.getByText(/^Attempts of delivery/).click();
+      await page.getByRole('cell', { name: '204' }).waitFor();
+      await page.getByRole('button', { name: /^Redeliver approval.approved/ }).click();
+      await eventually(() => receiver.received.length === 2);
+      await page.getByRole('button', { name: 'Refresh deliveries' }).click();
+      await page.getByText('2 attempts', { exact: false }).waitFor();
+
+      await page.getByRole('button', { name: 'Rotate secret…' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Rotate secret' }).click();
+      expect(await page.getByLabel('New signing secret').inputValue()).toMatch(/^whsec_/);
+      await context.close();
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('verifies the audit chain, exports a selection for download, and filters the history', async () => {
+    const { org, admin } = await organization();
+    const rejected = await createApproval(org, 'history-rejected');
+    await org.asReviewer('post', `/v1/approvals/${rejected.id}/decision`).send({ verdict: 'rejected' }).expect(200);
+    await createApproval(org, 'history-pending');
+    const { context, page } = await signIn(browser, env, admin);
+
+    await page.getByRole('link', { name: 'Audit' }).click();
+    await page.getByRole('button', { name: 'Verify the chain' }).click();
+    await page.getByText(/^Intact: \d+ events checked/).waitFor();
+    await page.getByLabel('Event type').selectOption('approval.rejected');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/type=approval.rejected/);
+    await page.getByRole('button', { name: 'Export selection as CSV' }).click();
+    const download = page.getByRole('link', { name: 'Download CSV (1 events)' });
+    await download.waitFor({ timeout: 10_000 });
+    const [file] = await Promise.all([page.waitForEvent('download'), download.click()]);
+    const csv = await new Response(Readable.toWeb(await file.createReadStream()) as ReadableStream).text();
+    expect(csv.split('\n')[0]).toBe('seq,createdAt,type,actor,data,prevHash,hash');
+    expect(csv).toContain('approval.rejected');
+
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.getByRole('group', { name: 'Status' }).getByLabel('rejected').check();
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByRole('link', { name: 'history-rejected' }).waitFor();
+    expect(await page.getByRole('link', { name: 'history-pending' }).count()).toBe(0);
+    await context.close();
+  });
 });
 
 describe('layout and accessibility', () => {
-  it('is usable 375 px wide and every control has an accessible name, on every page', async () => {
+  it('is usable 375 px wide, every control has an accessible name, and nothing comes from another origin, on every page', async () => {
     const { org, admin } = await organization();
     const approval = await createApproval(org, 'a-rather-long-action-name-for-a-phone-screen');
     const { context, page } = await signIn(browser, env, admin, { width: 375, height: 740 });
+    const origins = new Set<string>();
+    page.on('request', (request) => origins.add(new URL(request.url()).origin));
     const pages: [string, string][] = [
       ['/', 'a-rather-long-action-name-for-a-phone-screen'],
       [`/approvals/${approval.id}`, 'approval.created'],
@@ -341,6 +562,7 @@ describe('layout and accessibility', () => {
       expect(await overflowsHorizontally(page), path).toBe(false);
       expect(await unnamedControls(page), path).toEqual([]);
     }
+    expect([...origins]).toEqual([env.baseUrl]);
     await page.goto('/console/');
     await screenshot(page, 'inbox-phone');
     await context.close();

@@ -1,4 +1,4 @@
-import type { ApprovalStatus, AuditEventType, WebhookEventType } from '../../client/api-types';
+import type { ApprovalStatus, AuditEventType, DecisionChannel, PolicyView, WebhookEventType } from '../../client/api-types';
 
 /**
  * Every member of a string union, for the UI to list (filters, checkboxes). The record must name
@@ -45,3 +45,8 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'integration.updated': true,
   'integration.removed': true,
 });
+
+export const DECISION_CHANNELS = everyValue<DecisionChannel>({ api: true, console: true, email: true, slack: true });
+
+/** The roles a policy may let decide: a viewer never does. */
+export const REVIEWER_ROLES = everyValue<PolicyView['reviewers']['roles'][number]>({ reviewer: true, admin: true });

@@ -16,7 +16,7 @@ import { describeDecider, formatTime } from '../lib/format';
 
 export function ApprovalPage() {
   const { id = '' } = useParams();
-  const { can } = useMember();
+  const { member, can } = useMember();
   const approval = useResource(() => api.approvals.get(id), [id]);
   const history = useResource(async () => (approval.data ? auditEventsOf(approval.data) : null), [approval.data]);
   const policy = useResource(
@@ -44,7 +44,8 @@ export function ApprovalPage() {
   }
   if (!approval.data) return <p role="status">Loading…</p>;
   const view = approval.data;
-  const decidable = view.status === 'pending' && can('approvals:decide');
+  const voted = view.votes.some((vote) => vote.by.type === 'user' && vote.by.id === member.id);
+  const decidable = view.status === 'pending' && can('approvals:decide') && !voted;
   const verdict = history.data ? policyVerdictOf(history.data.events) : null;
 
   return (

@@ -12,10 +12,14 @@ import { formatTime } from '../lib/format';
 import { withFreshHead } from '../lib/approval-order';
 
 /**
- * What the inbox lists. Issue 11 ("approvals I may decide") adds its filter here, and the
- * listing, the live refresh and "load more" all follow it.
+ * What the inbox lists: the pending requests this member may decide and has not voted on yet
+ * (the API's `decidable` filter applies the policies' reviewers, channels and self-approval
+ * rules). A member who decides nothing (a viewer) sees every pending request, read-only. The
+ * first page, the live refresh and "load more" all follow this query.
  */
-const INBOX_QUERY: ApprovalListQuery = { status: 'pending' };
+function inboxQuery(canDecide: boolean): ApprovalListQuery {
+  return canDecide ? { status: 'pending', decidable: 'true' } : { status: 'pending' };
+}
 
 /** Live events arriving in a burst cost one refresh of the first page. */
 const REFRESH_DEBOUNCE_MS = 150;
@@ -25,6 +29,7 @@ const shortId = (approval: ApprovalView) => approval.id.slice(0, 8);
 export function InboxPage() {
   const { can } = useMember();
   const canDecide = can('approvals:decide');
+  const query = inboxQuery(canDecide);
   const navigate = useNavigate();
   const report = useErrorReporter();
   const [items, setItems] = useState<ApprovalView[]>([]);
@@ -43,7 +48,7 @@ export function InboxPage() {
     async (keepOlder: boolean) => {
       const ticket = ++latestRefresh.current;
       try {
-        const page = await api.approvals.list(INBOX_QUERY);
+        const page = await api.approvals.list(query);
         if (ticket !== latestRefresh.current) return;
         setItems((current) => (keepOlder ? withFreshHead(page.approvals, page.nextCursor !== null, current) : page.approvals));
         // Kept rows end where the old cursor points (null: nothing older was left to load).
@@ -55,7 +60,8 @@ export function InboxPage() {
         setLoadError(error);
       }
     },
-    [report],
+    // The query follows the member's role, which a session keeps.
+    [report, canDecide],
   );
 
   useEffect(() => {
@@ -79,7 +85,9 @@ export function InboxPage() {
 
   const removeDecided = (decided: ApprovalView, verb: string) => {
     setItems((list) => list.filter((approval) => approval.id !== decided.id));
-    setNotice({ text: `${verb} ${decided.action} (${shortId(decided)}): now ${decided.status}.`, alert: false });
+    const outcome =
+      decided.status === 'pending' ? `your vote is recorded; it needs ${decided.quorum} approving votes in all` : `now ${decided.status}`;
+    setNotice({ text: `${verb} ${decided.action} (${shortId(decided)}): ${outcome}.`, alert: false });
   };
 
   const approve = async (approval: ApprovalView) => {
@@ -95,7 +103,7 @@ export function InboxPage() {
   const loadMore = async () => {
     if (!nextCursor) return;
     try {
-      const page = await api.approvals.list({ ...INBOX_QUERY, cursor: nextCursor });
+      const page = await api.approvals.list({ ...query, cursor: nextCursor });
       setItems((list) => [...list, ...page.approvals.filter((approval) => !list.some((known) => known.id === approval.id))]);
       setNextCursor(page.nextCursor);
     } catch (error) {
@@ -140,8 +148,8 @@ export function InboxPage() {
       </div>
       <p className="hint">
         {canDecide
-          ? 'Pending requests, newest first. Keys: j / k move, a approves, r rejects, Enter opens.'
-          : 'Pending requests, newest first. Your role can read them but not decide. Keys: j / k move, Enter opens.'}
+          ? 'Requests waiting for your decision, newest first. Keys: j / k move, a approves, r rejects, Enter opens.'
+          : 'Every pending request, newest first. Your role reads them but does not decide. Keys: j / k move, Enter opens.'}
       </p>
       {notice && (
         <p className={notice.alert ? 'problem' : 'notice'} role={notice.alert ? 'alert' : 'status'}>
@@ -149,7 +157,7 @@ export function InboxPage() {
         </p>
       )}
       <ProblemMessage error={loadError} />
-      {loaded && items.length === 0 && <p className="empty">Nothing waits for a decision.</p>}
+      {loaded && items.length === 0 && <p className="empty">Nothing waits for {canDecide ? 'your' : 'a'} decision.</p>}
       <ol className="rows" aria-label="Pending approvals">
         {items.map((approval, index) => (
           <li

@@ -1,48 +1,28 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import { ApiError } from '../../client/api-client';
-import type { PolicyDocumentInput, PolicyRule, PolicyView } from '../../client/api-types';
+import type { PolicyRule } from '../../client/api-types';
 import { api } from '../api';
 import { ConfirmDialog } from '../components/dialog';
-import { ProblemMessage } from '../components/problem-message';
 import { PolicyTryPanel } from '../components/policy-try-panel';
+import { ProblemMessage } from '../components/problem-message';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
+import { documentOf, draftOf, NEW_POLICY, type Outcome, type PolicyDraft } from '../lib/policy-draft';
+import { DECISION_CHANNELS, REVIEWER_ROLES } from '../lib/vocabulary';
 
-type Outcome = PolicyRule['outcome'];
-
-/** The editor's state: the document's fields as the inputs hold them. */
-interface Draft {
-  rules: PolicyRule[];
-  defaultOutcome: Outcome;
-  timeoutSeconds: string;
-  onTimeout: PolicyView['onTimeout'];
-  escalateTo: string;
+export interface FieldError {
+  path: string;
+  message: string;
 }
 
-const NEW_POLICY: Draft = { rules: [], defaultOutcome: 'review', timeoutSeconds: '3600', onTimeout: 'expire', escalateTo: '' };
+/** Where each field's errors are shown; anything else is listed under the form. */
+const PLACED = /^(rules\.\d+|defaultOutcome|timeoutSeconds|onTimeout|escalateTo|reviewers|quorum|allowSelfApproval|channels)\b/;
 
-function draftOf(policy: PolicyView): Draft {
-  return {
-    rules: policy.rules.map((rule) => ({ ...rule })),
-    defaultOutcome: policy.defaultOutcome,
-    timeoutSeconds: String(policy.timeoutSeconds),
-    onTimeout: policy.onTimeout,
-    escalateTo: policy.escalateTo ?? '',
-  };
-}
-
-function documentOf(draft: Draft): PolicyDocumentInput {
-  return {
-    rules: draft.rules,
-    defaultOutcome: draft.defaultOutcome,
-    ...(draft.timeoutSeconds.trim() ? { timeoutSeconds: Number(draft.timeoutSeconds) } : {}),
-    onTimeout: draft.onTimeout,
-    escalateTo: draft.escalateTo.trim() || null,
-  };
-}
-
-/** A policy's rules and timeout, edited; a rule whose CEL the server refuses shows the error under it. */
+/**
+ * A policy's rules, timeout and reviewers, edited and tried. A rule the server refuses (its CEL
+ * does not compile, or does not return a boolean) shows the server's message under the rule.
+ */
 export function PolicyEditorPage() {
   const { key = '' } = useParams();
   const { can } = useMember();
@@ -53,7 +33,8 @@ export function PolicyEditorPage() {
       api.policies.get(key).catch((error: unknown) => (error instanceof ApiError && error.status === 404 ? null : Promise.reject(error))),
     [key],
   );
-  const [draft, setDraft] = useState<Draft>(NEW_POLICY);
+  const [draft, setDraft] = useState<PolicyDraft>(NEW_POLICY);
+  const [fieldErrors, setFieldErrors] = useState<FieldError[]>([]);
   const [saved, setSaved] = useState(false);
   const [deleting, setDeleting] = useState(false);
   useEffect(() => {
@@ -61,21 +42,23 @@ export function PolicyEditorPage() {
   }, [stored.data]);
 
   const save = useAction(async () => {
-    const policy = await api.policies.put(key, documentOf(draft));
-    stored.update(() => policy);
-    setSaved(true);
+    setFieldErrors([]);
+    try {
+      const policy = await api.policies.put(key, documentOf(draft));
+      stored.update(() => policy);
+      setSaved(true);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 422) setFieldErrors(error.problem.errors ?? []);
+      throw error;
+    }
   });
   const remove = useAction(async () => {
     await api.policies.delete(key);
     navigate('/policies');
   });
-  const problem = save.error instanceof ApiError && save.error.status === 422 ? save.error : null;
-  const fieldError = (path: string) => problem?.problem.errors?.filter((error) => error.path === path || error.path.startsWith(`${path}.`));
-  const unplaced = problem?.problem.errors?.filter(
-    (error) => !/^(rules\.\d+|defaultOutcome|timeoutSeconds|onTimeout|escalateTo)/.test(error.path),
-  );
 
-  const change = (patch: Partial<Draft>) => {
+  const errorsAt = (path: string) => fieldErrors.filter((error) => error.path === path || error.path.startsWith(`${path}.`));
+  const change = (patch: Partial<PolicyDraft>) => {
     setSaved(false);
     setDraft((current) => ({ ...current, ...patch }));
   };
@@ -94,6 +77,7 @@ export function PolicyEditorPage() {
 
   if (stored.error) return <ProblemMessage error={stored.error} />;
   if (stored.data === undefined) return <p role="status">Loading…</p>;
+  const unplaced = fieldErrors.filter((error) => !PLACED.test(error.path));
   return (
     <section aria-labelledby="policy-title">
       <h1 id="policy-title">
@@ -102,11 +86,11 @@ export function PolicyEditorPage() {
       <form onSubmit={submit} className="stack">
         <fieldset disabled={!editable}>
           <legend>Rules, tried in order; the first that holds gives the outcome</legend>
-          {/* Numbered from 0, as the API numbers them (`rules.2.when`, `matchedRule`) and as its errors name them. */}
           {draft.rules.length === 0 && <p className="hint">No rules: every request gets the default outcome.</p>}
+          {/* Numbered from 0, as the API numbers them (`rules.2.when`, `matchedRule`) and as its errors name them. */}
           <ol className="rules">
             {draft.rules.map((rule, index) => {
-              const errors = fieldError(`rules.${index}`) ?? [];
+              const errors = errorsAt(`rules.${index}`);
               const errorId = `rule-${index}-error`;
               return (
                 <li key={index} className={errors.length > 0 ? 'rule invalid' : 'rule'}>
@@ -122,11 +106,7 @@ export function PolicyEditorPage() {
                       onChange={(event) => changeRule(index, { when: event.target.value })}
                     />
                   </label>
-                  {errors.length > 0 && (
-                    <p id={errorId} className="field-error" role="alert">
-                      {errors.map((error) => error.message).join(' ')}
-                    </p>
-                  )}
+                  <FieldErrors id={errorId} errors={errors} />
                   <div className="actions">
                     <label className="inline">
                       Rule {index} outcome
@@ -162,38 +142,88 @@ export function PolicyEditorPage() {
             Add rule
           </button>
         </fieldset>
+
         <fieldset disabled={!editable}>
           <legend>Otherwise, and on timeout</legend>
-          <label>
-            Default outcome
+          <Field label="Default outcome" errors={errorsAt('defaultOutcome')}>
             <select value={draft.defaultOutcome} onChange={(event) => change({ defaultOutcome: event.target.value as Outcome })}>
               <option value="review">review</option>
               <option value="allow">allow</option>
             </select>
-          </label>
-          <FieldErrors errors={fieldError('defaultOutcome')} />
-          <label>
-            Timeout (seconds)
+          </Field>
+          <Field label="Timeout (seconds)" errors={errorsAt('timeoutSeconds')}>
             <input inputMode="numeric" value={draft.timeoutSeconds} onChange={(event) => change({ timeoutSeconds: event.target.value })} />
-          </label>
-          <FieldErrors errors={fieldError('timeoutSeconds')} />
-          <label>
-            On timeout
-            <select value={draft.onTimeout} onChange={(event) => change({ onTimeout: event.target.value as Draft['onTimeout'] })}>
+          </Field>
+          <Field label="On timeout" errors={errorsAt('onTimeout')}>
+            <select value={draft.onTimeout} onChange={(event) => change({ onTimeout: event.target.value as PolicyDraft['onTimeout'] })}>
               <option value="expire">expire</option>
               <option value="escalate">escalate</option>
             </select>
-          </label>
-          <label>
-            Escalate to policy (optional)
+          </Field>
+          <Field label="Escalate to policy (optional)" errors={errorsAt('escalateTo')}>
             <input value={draft.escalateTo} onChange={(event) => change({ escalateTo: event.target.value })} />
-          </label>
-          <FieldErrors errors={fieldError('escalateTo')} />
+          </Field>
         </fieldset>
-        {problem ? (
+
+        <fieldset disabled={!editable}>
+          <legend>Who decides, and where</legend>
+          <fieldset>
+            <legend>Roles that may decide</legend>
+            {REVIEWER_ROLES.map((role) => (
+              <label key={role} className="inline">
+                <input
+                  type="checkbox"
+                  checked={draft.reviewerRoles.includes(role)}
+                  onChange={(event) =>
+                    change({
+                      reviewerRoles: event.target.checked
+                        ? [...draft.reviewerRoles, role]
+                        : draft.reviewerRoles.filter((known) => known !== role),
+                    })
+                  }
+                />
+                {role}
+              </label>
+            ))}
+          </fieldset>
+          <Field label="Members who may decide whatever their role (emails, one per line)" errors={errorsAt('reviewers')}>
+            <textarea rows={2} value={draft.reviewerMembers} onChange={(event) => change({ reviewerMembers: event.target.value })} />
+          </Field>
+          <Field label="Approvals needed (quorum)" errors={errorsAt('quorum')}>
+            <input inputMode="numeric" value={draft.quorum} onChange={(event) => change({ quorum: event.target.value })} />
+          </Field>
+          <label className="inline">
+            <input
+              type="checkbox"
+              checked={draft.allowSelfApproval}
+              onChange={(event) => change({ allowSelfApproval: event.target.checked })}
+            />
+            Allow self-approval (by the member a request is on behalf of, or by the key that created it)
+          </label>
+          <fieldset>
+            <legend>Channels a decision may come through</legend>
+            {DECISION_CHANNELS.map((channel) => (
+              <label key={channel} className="inline">
+                <input
+                  type="checkbox"
+                  checked={draft.channels.includes(channel)}
+                  onChange={(event) =>
+                    change({
+                      channels: event.target.checked ? [...draft.channels, channel] : draft.channels.filter((known) => known !== channel),
+                    })
+                  }
+                />
+                {channel}
+              </label>
+            ))}
+          </fieldset>
+          <FieldErrors errors={errorsAt('channels')} />
+        </fieldset>
+
+        {fieldErrors.length > 0 ? (
           <p className="problem" role="alert">
-            Not saved: the server refused {problem.problem.errors?.length === 1 ? 'one field' : 'some fields'}, marked above.{' '}
-            {unplaced?.map((error) => `${error.path}: ${error.message}`).join(' ')}
+            The server refused the policy; the fields it named are marked above.{' '}
+            {unplaced.map((error) => `${error.path}: ${error.message}`).join(' ')}
           </p>
         ) : (
           <ProblemMessage error={save.error} />
@@ -216,7 +246,7 @@ export function PolicyEditorPage() {
           </div>
         )}
       </form>
-      <PolicyTryPanel />
+      <PolicyTryPanel policyKey={key} document={() => documentOf(draft)} onDraftRefused={setFieldErrors} />
       {deleting && (
         <ConfirmDialog
           title={`Delete policy ${key}?`}
@@ -232,10 +262,22 @@ export function PolicyEditorPage() {
   );
 }
 
-function FieldErrors({ errors }: { errors: { message: string }[] | undefined }) {
-  if (!errors?.length) return null;
+function Field({ label, errors, children }: { label: string; errors: FieldError[]; children: ReactNode }) {
   return (
-    <p className="field-error" role="alert">
+    <>
+      <label>
+        {label}
+        {children}
+      </label>
+      <FieldErrors errors={errors} />
+    </>
+  );
+}
+
+function FieldErrors({ id, errors }: { id?: string; errors: FieldError[] }) {
+  if (errors.length === 0) return null;
+  return (
+    <p id={id} className="field-error" role="alert">
       {errors.map((error) => error.message).join(' ')}
     </p>
   );

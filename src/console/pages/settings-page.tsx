@@ -8,9 +8,16 @@ import { useAction } from '../hooks/use-resource';
 export function SettingsPage() {
   const { member } = useMember();
   const [emailNotifications, setEmailNotifications] = useState(member.emailNotifications);
-  const save = useAction(async (enabled: boolean) =>
-    setEmailNotifications((await api.members.updateSelf({ emailNotifications: enabled })).emailNotifications),
-  );
+  // The box follows the click at once, and goes back if the server refuses.
+  const save = useAction(async (enabled: boolean) => {
+    setEmailNotifications(enabled);
+    try {
+      setEmailNotifications((await api.members.updateSelf({ emailNotifications: enabled })).emailNotifications);
+    } catch (error) {
+      setEmailNotifications(!enabled);
+      throw error;
+    }
+  });
   return (
     <section aria-labelledby="settings-title">
       <h1 id="settings-title">Your settings</h1>
