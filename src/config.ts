@@ -77,7 +77,10 @@ const environmentSchema = z.object({
   /** Where bulk audit exports are written by workers and read by web processes: a directory all of them share. */
   EXPORT_DIR: z.string().min(1).default(path.join(tmpdir(), 'approval-gate-audit-exports')),
   /** The built reviewer console that `web` serves at /console (`npm run build` writes dist/console). */
-  CONSOLE_DIR: z.string().min(1).default(path.join(packageRoot(), 'dist', 'console')),
+  CONSOLE_DIR: z
+    .string()
+    .min(1)
+    .default(path.join(packageRoot(), 'dist', 'console')),
 });
 
 /** Where links point (invites, decision links): `PUBLIC_URL`, or this machine on `PORT`. */

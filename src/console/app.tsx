@@ -1,20 +1,29 @@
+import { lazy, Suspense, type ComponentType } from 'react';
 import { Navigate, Outlet, Route, Routes, useLocation } from 'react-router';
 import { Layout } from './components/layout';
 import { ApprovalEventsProvider } from './hooks/approval-events';
 import { SessionProvider, useSession } from './hooks/session';
-import { ApprovalPage } from './pages/approval-page';
-import { AuditPage } from './pages/audit-page';
-import { HistoryPage } from './pages/history-page';
 import { InboxPage } from './pages/inbox-page';
-import { InvitePage } from './pages/invite-page';
-import { KeysPage } from './pages/keys-page';
-import { MembersPage } from './pages/members-page';
-import { PoliciesPage } from './pages/policies-page';
-import { PolicyEditorPage } from './pages/policy-editor-page';
-import { SettingsPage } from './pages/settings-page';
 import { SignInPage, type SignInState } from './pages/sign-in-page';
-import { WebhookPage } from './pages/webhook-page';
-import { WebhooksPage } from './pages/webhooks-page';
+
+/**
+ * Pages other than the inbox and sign-in load when first opened, so the first screen a reviewer
+ * sees waits for as little JavaScript as possible.
+ */
+function page<M>(load: () => Promise<M>, name: keyof M) {
+  return lazy(async () => ({ default: (await load())[name] as ComponentType }));
+}
+const ApprovalPage = page(() => import('./pages/approval-page'), 'ApprovalPage');
+const AuditPage = page(() => import('./pages/audit-page'), 'AuditPage');
+const HistoryPage = page(() => import('./pages/history-page'), 'HistoryPage');
+const InvitePage = page(() => import('./pages/invite-page'), 'InvitePage');
+const KeysPage = page(() => import('./pages/keys-page'), 'KeysPage');
+const MembersPage = page(() => import('./pages/members-page'), 'MembersPage');
+const PoliciesPage = page(() => import('./pages/policies-page'), 'PoliciesPage');
+const PolicyEditorPage = page(() => import('./pages/policy-editor-page'), 'PolicyEditorPage');
+const SettingsPage = page(() => import('./pages/settings-page'), 'SettingsPage');
+const WebhookPage = page(() => import('./pages/webhook-page'), 'WebhookPage');
+const WebhooksPage = page(() => import('./pages/webhooks-page'), 'WebhooksPage');
 
 /** Pages behind sign-in: a visitor without a session is sent to sign in, and back here after. */
 function RequireSession() {
@@ -46,7 +55,14 @@ export function App() {
     <SessionProvider>
       <Routes>
         <Route path="sign-in" element={<SignInPage />} />
-        <Route path="invite/:token" element={<InvitePage />} />
+        <Route
+          path="invite/:token"
+          element={
+            <Suspense fallback={<p role="status">Loading…</p>}>
+              <InvitePage />
+            </Suspense>
+          }
+        />
         <Route element={<RequireSession />}>
           <Route element={<Layout />}>
             <Route index element={<InboxPage />} />

@@ -290,6 +290,16 @@ describe('who may do what', () => {
     const { context, page } = await signIn(browser, env, viewer);
     await page.getByRole('link', { name: 'viewer-cannot' }).waitFor();
     expect(await page.getByRole('button', { name: /^(Approve|Reject)/ }).count()).toBe(0);
+    // Sections that need scopes the role lacks are not offered.
+    expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual([
+      'Inbox',
+      'History',
+      'Audit',
+      'Policies',
+      'Webhooks',
+      'Members',
+      'Settings',
+    ]);
     await page.keyboard.press('a');
     await page.keyboard.press('r');
     expect(await page.getByRole('dialog').count()).toBe(0);

@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, type ReactNode } from 'react';
+import { useEffect, useId, useRef, type FormEvent, type ReactNode } from 'react';
 
 /**
  * A modal dialog (the native <dialog>: focus moves in and stays in, Escape closes it). Rendered
@@ -27,15 +27,54 @@ export function Dialog({ title, onClose, children }: { title: string; onClose():
   );
 }
 
-/** Asks before something that cannot be undone. */
-export function ConfirmDialog({
+/** A dialog whose form submits with one button (its `submitLabel`) and closes with Cancel. */
+export function FormDialog({
   title,
-  message,
-  confirmLabel,
+  submitLabel,
+  danger,
   pending,
   error,
-  onConfirm,
+  onSubmit,
   onClose,
+  children,
+}: {
+  title: string;
+  submitLabel: string;
+  danger?: boolean;
+  pending?: boolean;
+  error?: ReactNode;
+  onSubmit(): void;
+  onClose(): void;
+  children: ReactNode;
+}) {
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onSubmit();
+  };
+  return (
+    <Dialog title={title} onClose={onClose}>
+      <form onSubmit={submit} className="stack">
+        {children}
+        {error}
+        <div className="actions">
+          <button type="submit" className={danger ? 'danger' : 'primary'} disabled={pending}>
+            {submitLabel}
+          </button>
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+/** Asks before something that cannot be undone. */
+export function ConfirmDialog({
+  message,
+  confirmLabel,
+  onConfirm,
+  ...rest
 }: {
   title: string;
   message: ReactNode;
@@ -46,17 +85,8 @@ export function ConfirmDialog({
   onClose(): void;
 }) {
   return (
-    <Dialog title={title} onClose={onClose}>
+    <FormDialog {...rest} submitLabel={confirmLabel} danger onSubmit={onConfirm}>
       <p>{message}</p>
-      {error}
-      <div className="actions">
-        <button type="button" className="danger" disabled={pending} onClick={onConfirm}>
-          {confirmLabel}
-        </button>
-        <button type="button" onClick={onClose}>
-          Cancel
-        </button>
-      </div>
-    </Dialog>
+    </FormDialog>
   );
 }

@@ -46,45 +46,33 @@ export function useAppliedFilters(names: readonly string[]): Record<string, stri
   return Object.fromEntries(names.flatMap((name) => (params.get(name) ? [[name, params.get(name)!]] : [])));
 }
 
-export function TextFilter({
+/** One filter: free text, or a time bound entered in local time and kept as an ISO 8601 instant. */
+export function FilterField({
   label,
   name,
   draft,
   change,
+  kind = 'text',
 }: {
   label: string;
   name: string;
   draft: Record<string, string>;
   change(name: string, value: string): void;
+  kind?: 'text' | 'time';
 }) {
+  const value = draft[name] ?? '';
   return (
     <label>
       {label}
-      <input value={draft[name] ?? ''} onChange={(event) => change(name, event.target.value)} />
-    </label>
-  );
-}
-
-/** A time bound, entered in local time and kept as an ISO 8601 instant. */
-export function TimeFilter({
-  label,
-  name,
-  draft,
-  change,
-}: {
-  label: string;
-  name: string;
-  draft: Record<string, string>;
-  change(name: string, value: string): void;
-}) {
-  return (
-    <label>
-      {label}
-      <input
-        type="datetime-local"
-        value={isoToLocalInput(draft[name] ?? null)}
-        onChange={(event) => change(name, localInputToIso(event.target.value) ?? '')}
-      />
+      {kind === 'time' ? (
+        <input
+          type="datetime-local"
+          value={isoToLocalInput(value || null)}
+          onChange={(event) => change(name, localInputToIso(event.target.value) ?? '')}
+        />
+      ) : (
+        <input value={value} onChange={(event) => change(name, event.target.value)} />
+      )}
     </label>
   );
 }

@@ -1,3 +1,4 @@
+import { Suspense } from 'react';
 import { NavLink, Outlet } from 'react-router';
 import type { Scope } from '../../client/api-types';
 import { useMember, useSession } from '../hooks/session';
@@ -39,7 +40,9 @@ export function Layout() {
         </span>
       </header>
       <main id="main">
-        <Outlet />
+        <Suspense fallback={<p role="status">Loading…</p>}>
+          <Outlet />
+        </Suspense>
       </main>
     </>
   );

@@ -1,8 +1,8 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { ApprovalView } from '../../client/api-types';
 import { api } from '../api';
 import { useAction } from '../hooks/use-resource';
-import { Dialog } from './dialog';
+import { FormDialog } from './dialog';
 import { ProblemMessage } from './problem-message';
 
 /** Rejects an approval, asking for the feedback the agent receives with the verdict. */
@@ -23,27 +23,20 @@ export function RejectDialog({
     });
     onDecided(decided);
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void reject.run();
-  };
   return (
-    <Dialog title={`Reject ${approval.action}`} onClose={onClose}>
-      <form onSubmit={submit} className="stack">
-        <label>
-          Feedback for the agent
-          <textarea autoFocus rows={4} value={feedback} onChange={(event) => setFeedback(event.target.value)} />
-        </label>
-        <ProblemMessage error={reject.error} />
-        <div className="actions">
-          <button type="submit" className="danger" disabled={reject.pending}>
-            Reject
-          </button>
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      title={`Reject ${approval.action}`}
+      submitLabel="Reject"
+      danger
+      pending={reject.pending}
+      error={<ProblemMessage error={reject.error} />}
+      onSubmit={() => void reject.run()}
+      onClose={onClose}
+    >
+      <label>
+        Feedback for the agent
+        <textarea autoFocus rows={4} value={feedback} onChange={(event) => setFeedback(event.target.value)} />
+      </label>
+    </FormDialog>
   );
 }

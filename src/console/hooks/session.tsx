@@ -16,11 +16,14 @@ interface SessionContextValue {
 
 const SessionContext = createContext<SessionContextValue | null>(null);
 
+/** Asked for as soon as the bundle runs, before React's first render: every page waits on it. */
+const initialSession = api.session.current();
+
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [state, setState] = useState<SessionState>({ status: 'loading' });
 
   useEffect(() => {
-    api.session.current().then(
+    initialSession.then(
       (session) => setState({ status: 'signed-in', session }),
       () => setState({ status: 'signed-out' }),
     );

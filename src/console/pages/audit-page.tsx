@@ -2,7 +2,7 @@ import type { AuditEventType, AuditVerification } from '../../client/api-types';
 import { api } from '../api';
 import { AuditEventTable } from '../components/audit-event-table';
 import { AuditExportButton } from '../components/audit-export-button';
-import { FilterForm, TextFilter, TimeFilter, useAppliedFilters } from '../components/filter-form';
+import { FilterField, FilterForm, useAppliedFilters } from '../components/filter-form';
 import { ProblemMessage } from '../components/problem-message';
 import { usePages } from '../hooks/use-pages';
 import { useAction } from '../hooks/use-resource';
@@ -56,10 +56,10 @@ export function AuditPage() {
                 ))}
               </select>
             </label>
-            <TextFilter label="Action" name="action" draft={draft} change={change} />
-            <TextFilter label="Agent" name="agent" draft={draft} change={change} />
-            <TimeFilter label="From" name="from" draft={draft} change={change} />
-            <TimeFilter label="To" name="to" draft={draft} change={change} />
+            <FilterField label="Action" name="action" draft={draft} change={change} />
+            <FilterField label="Agent" name="agent" draft={draft} change={change} />
+            <FilterField label="From" name="from" kind="time" draft={draft} change={change} />
+            <FilterField label="To" name="to" kind="time" draft={draft} change={change} />
           </>
         )}
       </FilterForm>

@@ -2,12 +2,14 @@ import { useState, type FormEvent } from 'react';
 import type { ApiKeyCreated, ApiKeyView, Scope } from '../../client/api-types';
 import { SCOPES } from '../../modules/orgs/tenant';
 import { api } from '../api';
+import { CheckboxGroup } from '../components/checkbox-group';
 import { ConfirmDialog } from '../components/dialog';
 import { ProblemMessage } from '../components/problem-message';
 import { SecretOnce } from '../components/secret-once';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
 import { formatTime } from '../lib/format';
+import { DataTable } from '../components/data-table';
 
 /** The organization's API keys: created (the key shown once) and revoked. */
 export function KeysPage() {
@@ -25,45 +27,33 @@ export function KeysPage() {
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
       <ProblemMessage error={keys.error} />
-      <div className="table-scroll" role="region" aria-label="API keys" tabIndex={0}>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data?.keys.map((key) => (
-              <tr key={key.id}>
-                <td>
-                  {key.name ?? '(unnamed)'} <span className="mono small">{key.id.slice(0, 8)}</span>
-                </td>
-                <td>{key.scopes.join(', ')}</td>
-                <td>{formatTime(key.createdAt)}</td>
-                <td>
-                  {key.revokedAt ? (
-                    `revoked ${formatTime(key.revokedAt)}`
-                  ) : can('keys:write') ? (
-                    <button
-                      type="button"
-                      className="danger"
-                      aria-label={`Revoke key ${key.name ?? key.id.slice(0, 8)}`}
-                      onClick={() => setRevoking(key)}
-                    >
-                      Revoke
-                    </button>
-                  ) : (
-                    'active'
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="API keys" columns={['Name', 'Scopes', 'Created', 'Status']}>
+        {keys.data?.keys.map((key) => (
+          <tr key={key.id}>
+            <td>
+              {key.name ?? '(unnamed)'} <span className="mono small">{key.id.slice(0, 8)}</span>
+            </td>
+            <td>{key.scopes.join(', ')}</td>
+            <td>{formatTime(key.createdAt)}</td>
+            <td>
+              {key.revokedAt ? (
+                `revoked ${formatTime(key.revokedAt)}`
+              ) : can('keys:write') ? (
+                <button
+                  type="button"
+                  className="danger"
+                  aria-label={`Revoke key ${key.name ?? key.id.slice(0, 8)}`}
+                  onClick={() => setRevoking(key)}
+                >
+                  Revoke
+                </button>
+              ) : (
+                'active'
+              )}
+            </td>
+          </tr>
+        ))}
+      </DataTable>
       {keys.data?.keys.length === 0 && <p className="empty">No API keys yet.</p>}
       {created && (
         <SecretOnce
@@ -113,19 +103,7 @@ function CreateKeyForm({ onCreated }: { onCreated(created: ApiKeyCreated): void 
         Name (optional)
         <input value={name} onChange={(event) => setName(event.target.value)} placeholder="billing agent" />
       </label>
-      <fieldset>
-        <legend>Scopes</legend>
-        {SCOPES.map((scope) => (
-          <label key={scope} className="inline">
-            <input
-              type="checkbox"
-              checked={scopes.includes(scope)}
-              onChange={(event) => setScopes(event.target.checked ? [...scopes, scope] : scopes.filter((known) => known !== scope))}
-            />
-            {scope}
-          </label>
-        ))}
-      </fieldset>
+      <CheckboxGroup legend="Scopes" options={SCOPES} value={scopes} onChange={setScopes} />
       <ProblemMessage error={create.error} />
       <button type="submit" className="primary" disabled={create.pending}>
         Create key

@@ -2,11 +2,12 @@ import { useState, type FormEvent } from 'react';
 import type { MemberCreated, MemberRole, MemberView } from '../../client/api-types';
 import { ROLES } from '../../modules/orgs/tenant';
 import { api } from '../api';
-import { ConfirmDialog, Dialog } from '../components/dialog';
+import { ConfirmDialog, FormDialog } from '../components/dialog';
 import { ProblemMessage } from '../components/problem-message';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
 import { formatTime } from '../lib/format';
+import { DataTable } from '../components/data-table';
 
 /** The organization's members; admins invite, change roles, remove and link Slack identities. */
 export function MembersPage() {
@@ -27,33 +28,19 @@ export function MembersPage() {
     <section aria-labelledby="members-title">
       <h1 id="members-title">Members</h1>
       <ProblemMessage error={members.error} />
-      <div className="table-scroll" role="region" aria-label="Members" tabIndex={0}>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Name</th>
-              <th scope="col">Role</th>
-              <th scope="col">Last sign-in</th>
-              <th scope="col">Slack</th>
-              {editable && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {members.data?.members.map((member) => (
-              <MemberRow
-                key={member.id}
-                member={member}
-                isMe={member.id === me.id}
-                editable={editable}
-                onChanged={replace}
-                onRemove={() => setRemoving(member)}
-                onLinkSlack={() => setLinking(member)}
-              />
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Members" columns={['Email', 'Name', 'Role', 'Last sign-in', 'Slack', ...(editable ? ['Actions'] : [])]}>
+        {members.data?.members.map((member) => (
+          <MemberRow
+            key={member.id}
+            member={member}
+            isMe={member.id === me.id}
+            editable={editable}
+            onChanged={replace}
+            onRemove={() => setRemoving(member)}
+            onLinkSlack={() => setLinking(member)}
+          />
+        ))}
+      </DataTable>
       {editable && <InviteForm onInvited={(created) => members.update((data) => ({ members: [...data.members, created.member] }))} />}
       {removing && (
         <ConfirmDialog
@@ -209,31 +196,23 @@ function SlackLinkDialog({ member, onLinked, onClose }: { member: MemberView; on
   const [teamId, setTeamId] = useState('');
   const [userId, setUserId] = useState('');
   const link = useAction(async () => onLinked(await api.members.update(member.id, { slack: { teamId, userId } })));
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void link.run();
-  };
   return (
-    <Dialog title={`Link a Slack identity to ${member.email}`} onClose={onClose}>
-      <form className="stack" onSubmit={submit}>
-        <label>
-          Slack team id
-          <input required value={teamId} onChange={(event) => setTeamId(event.target.value)} placeholder="T0123ABCD" />
-        </label>
-        <label>
-          Slack user id
-          <input required value={userId} onChange={(event) => setUserId(event.target.value)} placeholder="U0123ABCD" />
-        </label>
-        <ProblemMessage error={link.error} />
-        <div className="actions">
-          <button type="submit" className="primary" disabled={link.pending}>
-            Link
-          </button>
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <FormDialog
+      title={`Link a Slack identity to ${member.email}`}
+      submitLabel="Link"
+      pending={link.pending}
+      error={<ProblemMessage error={link.error} />}
+      onSubmit={() => void link.run()}
+      onClose={onClose}
+    >
+      <label>
+        Slack team id
+        <input required value={teamId} onChange={(event) => setTeamId(event.target.value)} placeholder="T0123ABCD" />
+      </label>
+      <label>
+        Slack user id
+        <input required value={userId} onChange={(event) => setUserId(event.target.value)} placeholder="U0123ABCD" />
+      </label>
+    </FormDialog>
   );
 }

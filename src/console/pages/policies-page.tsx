@@ -5,6 +5,7 @@ import { ProblemMessage } from '../components/problem-message';
 import { useMember } from '../hooks/session';
 import { useResource } from '../hooks/use-resource';
 import { formatDuration, formatTime } from '../lib/format';
+import { DataTable } from '../components/data-table';
 
 export function PoliciesPage() {
   const { can } = useMember();
@@ -19,35 +20,22 @@ export function PoliciesPage() {
     <section aria-labelledby="policies-title">
       <h1 id="policies-title">Policies</h1>
       <ProblemMessage error={policies.error} />
-      <div className="table-scroll" role="region" aria-label="Policies" tabIndex={0}>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Rules</th>
-              <th scope="col">Default</th>
-              <th scope="col">Timeout</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
-            {policies.data?.policies.map((policy) => (
-              <tr key={policy.key}>
-                <td>
-                  <Link to={`/policies/${encodeURIComponent(policy.key)}`}>{policy.key}</Link>
-                </td>
-                <td>{policy.rules.length}</td>
-                <td>{policy.defaultOutcome}</td>
-                <td>
-                  {formatDuration(policy.timeoutSeconds * 1000)}, then {policy.onTimeout}
-                  {policy.escalateTo ? ` to ${policy.escalateTo}` : ''}
-                </td>
-                <td>{formatTime(policy.updatedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Policies" columns={['Key', 'Rules', 'Default', 'Timeout', 'Updated']}>
+        {policies.data?.policies.map((policy) => (
+          <tr key={policy.key}>
+            <td>
+              <Link to={`/policies/${encodeURIComponent(policy.key)}`}>{policy.key}</Link>
+            </td>
+            <td>{policy.rules.length}</td>
+            <td>{policy.defaultOutcome}</td>
+            <td>
+              {formatDuration(policy.timeoutSeconds * 1000)}, then {policy.onTimeout}
+              {policy.escalateTo ? ` to ${policy.escalateTo}` : ''}
+            </td>
+            <td>{formatTime(policy.updatedAt)}</td>
+          </tr>
+        ))}
+      </DataTable>
       {policies.data?.policies.length === 0 && <p className="empty">No policies yet: every request is an orphan until one exists.</p>}
       {can('policies:write') && (
         <form className="inline-form" onSubmit={create}>

@@ -3,6 +3,7 @@ import { useNavigate, useParams } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import type { PolicyRule } from '../../client/api-types';
 import { api } from '../api';
+import { CheckboxGroup } from '../components/checkbox-group';
 import { ConfirmDialog } from '../components/dialog';
 import { PolicyTryPanel } from '../components/policy-try-panel';
 import { ProblemMessage } from '../components/problem-message';
@@ -167,25 +168,12 @@ export function PolicyEditorPage() {
 
         <fieldset disabled={!editable}>
           <legend>Who decides, and where</legend>
-          <fieldset>
-            <legend>Roles that may decide</legend>
-            {REVIEWER_ROLES.map((role) => (
-              <label key={role} className="inline">
-                <input
-                  type="checkbox"
-                  checked={draft.reviewerRoles.includes(role)}
-                  onChange={(event) =>
-                    change({
-                      reviewerRoles: event.target.checked
-                        ? [...draft.reviewerRoles, role]
-                        : draft.reviewerRoles.filter((known) => known !== role),
-                    })
-                  }
-                />
-                {role}
-              </label>
-            ))}
-          </fieldset>
+          <CheckboxGroup
+            legend="Roles that may decide"
+            options={REVIEWER_ROLES}
+            value={draft.reviewerRoles}
+            onChange={(reviewerRoles) => change({ reviewerRoles })}
+          />
           <Field label="Members who may decide whatever their role (emails, one per line)" errors={errorsAt('reviewers')}>
             <textarea rows={2} value={draft.reviewerMembers} onChange={(event) => change({ reviewerMembers: event.target.value })} />
           </Field>
@@ -200,23 +188,12 @@ export function PolicyEditorPage() {
             />
             Allow self-approval (by the member a request is on behalf of, or by the key that created it)
           </label>
-          <fieldset>
-            <legend>Channels a decision may come through</legend>
-            {DECISION_CHANNELS.map((channel) => (
-              <label key={channel} className="inline">
-                <input
-                  type="checkbox"
-                  checked={draft.channels.includes(channel)}
-                  onChange={(event) =>
-                    change({
-                      channels: event.target.checked ? [...draft.channels, channel] : draft.channels.filter((known) => known !== channel),
-                    })
-                  }
-                />
-                {channel}
-              </label>
-            ))}
-          </fieldset>
+          <CheckboxGroup
+            legend="Channels a decision may come through"
+            options={DECISION_CHANNELS}
+            value={draft.channels}
+            onChange={(channels) => change({ channels })}
+          />
           <FieldErrors errors={errorsAt('channels')} />
         </fieldset>
 

@@ -3,12 +3,14 @@ import { useNavigate, useParams } from 'react-router';
 import type { WebhookDeliveryView, WebhookEndpointView, WebhookEventType } from '../../client/api-types';
 import { api } from '../api';
 import { ConfirmDialog } from '../components/dialog';
-import { EventTypeCheckboxes } from '../components/event-type-checkboxes';
+import { CheckboxGroup } from '../components/checkbox-group';
 import { ProblemMessage } from '../components/problem-message';
 import { SecretOnce } from '../components/secret-once';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
 import { formatTime } from '../lib/format';
+import { WEBHOOK_EVENT_TYPES } from '../lib/vocabulary';
+import { DataTable } from '../components/data-table';
 
 /** One endpoint: its settings, secret rotation, and its deliveries with every attempt. */
 export function WebhookPage() {
@@ -130,7 +132,7 @@ function EndpointSettings({
           URL
           <input type="url" required value={url} onChange={(event) => setUrl(event.target.value)} />
         </label>
-        <EventTypeCheckboxes value={events} onChange={setEvents} />
+        <CheckboxGroup legend="Events" options={WEBHOOK_EVENT_TYPES} value={events} onChange={setEvents} />
         <label className="inline">
           <input type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.target.checked)} />
           Enabled
@@ -188,30 +190,20 @@ function DeliveryItem({
       {delivery.attempts.length > 0 && (
         <details>
           <summary>Attempts of delivery {delivery.id.slice(0, 8)}</summary>
-          <div className="table-scroll">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Duration</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Response</th>
-                </tr>
-              </thead>
-              <tbody>
-                {delivery.attempts.map((attempt, index) => (
-                  <tr key={index}>
-                    <td>{formatTime(attempt.attemptedAt)}</td>
-                    <td>{attempt.statusCode ?? 'no response'}</td>
-                    <td>{attempt.durationMs} ms</td>
-                    <td>{attempt.error ?? '—'}</td>
-                    <td className="mono small break">{attempt.responseBody ?? '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label={`Attempts of delivery ${delivery.id.slice(0, 8)}`}
+            columns={['Time', 'Status', 'Duration', 'Error', 'Response']}
+          >
+            {delivery.attempts.map((attempt, index) => (
+              <tr key={index}>
+                <td>{formatTime(attempt.attemptedAt)}</td>
+                <td>{attempt.statusCode ?? 'no response'}</td>
+                <td>{attempt.durationMs} ms</td>
+                <td>{attempt.error ?? '—'}</td>
+                <td className="mono small break">{attempt.responseBody ?? '—'}</td>
+              </tr>
+            ))}
+          </DataTable>
         </details>
       )}
     </li>

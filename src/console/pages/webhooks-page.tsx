@@ -2,13 +2,14 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import type { WebhookEndpointWithSecret, WebhookEventType } from '../../client/api-types';
 import { api } from '../api';
-import { EventTypeCheckboxes } from '../components/event-type-checkboxes';
+import { CheckboxGroup } from '../components/checkbox-group';
 import { ProblemMessage } from '../components/problem-message';
 import { SecretOnce } from '../components/secret-once';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
 import { formatTime } from '../lib/format';
 import { WEBHOOK_EVENT_TYPES } from '../lib/vocabulary';
+import { DataTable } from '../components/data-table';
 
 export function WebhooksPage() {
   const { can } = useMember();
@@ -31,30 +32,18 @@ export function WebhooksPage() {
     <section aria-labelledby="webhooks-title">
       <h1 id="webhooks-title">Webhook endpoints</h1>
       <ProblemMessage error={endpoints.error} />
-      <div className="table-scroll" role="region" aria-label="Webhook endpoints" tabIndex={0}>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {endpoints.data?.endpoints.map((endpoint) => (
-              <tr key={endpoint.id}>
-                <td className="break">
-                  <Link to={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
-                </td>
-                <td>{endpoint.events.join(', ')}</td>
-                <td>{endpoint.enabled ? 'yes' : 'no (disabled)'}</td>
-                <td>{formatTime(endpoint.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Webhook endpoints" columns={['URL', 'Events', 'Enabled', 'Created']}>
+        {endpoints.data?.endpoints.map((endpoint) => (
+          <tr key={endpoint.id}>
+            <td className="break">
+              <Link to={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
+            </td>
+            <td>{endpoint.events.join(', ')}</td>
+            <td>{endpoint.enabled ? 'yes' : 'no (disabled)'}</td>
+            <td>{formatTime(endpoint.createdAt)}</td>
+          </tr>
+        ))}
+      </DataTable>
       {endpoints.data?.endpoints.length === 0 && <p className="empty">No endpoints yet.</p>}
       {created && <SecretOnce label={`Signing secret of ${created.url}`} secret={created.secret} onDone={() => setCreated(null)} />}
       {can('webhooks:write') && (
@@ -70,7 +59,7 @@ export function WebhooksPage() {
               placeholder="https://example.com/hooks/approvals"
             />
           </label>
-          <EventTypeCheckboxes value={events} onChange={setEvents} />
+          <CheckboxGroup legend="Events" options={WEBHOOK_EVENT_TYPES} value={events} onChange={setEvents} />
           <ProblemMessage error={create.error} />
           <button type="submit" className="primary" disabled={create.pending}>
             Add endpoint
