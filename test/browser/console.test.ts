@@ -209,7 +209,7 @@ describe('deciding', () => {
     const dialog = page.getByRole('dialog', { name: 'Reject refund-reject' });
     await dialog.getByLabel('Feedback for the agent').fill('Refunds above 100 need a receipt.');
     await dialog.getByRole('button', { name: 'Reject' }).click();
-    await page.getByText('Refunds above 100 need a receipt.').waitFor();
+    await page.getByText('Refunds above 100 need a receipt.', { exact: true }).waitFor();
     expect(await approvalOf(org, approval.id)).toMatchObject({ status: 'rejected', feedback: 'Refunds above 100 need a receipt.' });
     await context.close();
   });
@@ -256,6 +256,8 @@ describe('deciding', () => {
     expect(await inboxActions(page)).toEqual(['triage-3', 'triage-2', 'triage-1']);
     const selected = () => page.locator('li[aria-current="true"]').getByRole('link').textContent();
     expect(await selected()).toBe('triage-3');
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    await screenshot(page, 'inbox');
 
     await page.keyboard.press('j');
     await page.keyboard.press('j');
@@ -363,6 +365,7 @@ describe('policies', () => {
     const ruleError = page.locator('#rule-2-error');
     await ruleError.waitFor();
     expect(await ruleError.textContent()).toMatch(/^Rule 2 does not compile/);
+    await page.getByText('The server cannot evaluate the draft as it is').waitFor();
     await page.getByRole('button', { name: 'Save policy' }).click();
     await page.getByText('The server refused the policy').waitFor();
     expect(await ruleError.textContent()).toMatch(/^Rule 2 does not compile/);

@@ -31,9 +31,11 @@ export function PolicyTryPanel({
   const parsedContext = context.trim() ? parsePayload(context) : null;
   const valid = parsedPayload.ok && (parsedContext === null || parsedContext.ok);
 
+  const [draftRefused, setDraftRefused] = useState(false);
   const evaluate = useAction(async () => {
     if (!parsedPayload.ok || (parsedContext && !parsedContext.ok)) return;
     setResult(null);
+    setDraftRefused(false);
     onDraftRefused([]);
     try {
       setResult(
@@ -46,10 +48,13 @@ export function PolicyTryPanel({
         }),
       );
     } catch (error) {
-      const draftErrors =
-        error instanceof ApiError ? (error.problem.errors ?? []).filter((field) => field.path.startsWith(DRAFT_PREFIX)) : [];
+      const fieldErrors = error instanceof ApiError ? (error.problem.errors ?? []) : [];
+      const draftErrors = fieldErrors.filter((field) => field.path.startsWith(DRAFT_PREFIX));
       onDraftRefused(draftErrors.map((field) => ({ ...field, path: field.path.slice(DRAFT_PREFIX.length) })));
-      throw error;
+      // Errors of the draft alone are shown on its fields, above; anything else here.
+      const onlyDraft = draftErrors.length > 0 && draftErrors.length === fieldErrors.length;
+      setDraftRefused(onlyDraft);
+      if (!onlyDraft) throw error;
     }
   });
   const submit = (event: FormEvent) => {
@@ -94,6 +99,11 @@ export function PolicyTryPanel({
       </label>
       {parsedContext && !parsedContext.ok && <p className="field-error">{parsedContext.message}</p>}
       <ProblemMessage error={evaluate.error} />
+      {draftRefused && (
+        <p role="alert" className="problem">
+          The server cannot evaluate the draft as it is; the fields it named are marked above.
+        </p>
+      )}
       {result && (
         <p role="status" className={result.outcome === 'allow' ? 'notice' : 'hint'}>
           Outcome: <strong>{result.outcome}</strong>.{' '}
