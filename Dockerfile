@@ -1,5 +1,6 @@
 # One image for every process type; docker-compose.yml and the Procfile pick the command.
-FROM node:20-bookworm-slim AS build
+# Node 22 LTS (Node 20 reached its end of life in April 2026; README, "Runtime", says why not 24 yet).
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # `npm install` generates the Prisma client from the schema (postinstall).
@@ -10,7 +11,7 @@ COPY src ./src
 COPY workers ./workers
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=build /app/package.json ./

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
+import { validate } from './lib/validation.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
@@ -81,6 +83,24 @@ const environmentSchema = z.object({
     .string()
     .min(1)
     .default(path.join(packageRoot(), 'dist', 'console')),
+  /** Ed25519 private key (PKCS#8 PEM or its base64 DER) that signs audit checkpoints (C14); none: no checkpoints. */
+  AUDIT_SIGNING_KEY: z
+    .string()
+    .refine(
+      (value) => {
+        try {
+          parseSigningKey(value);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { error: 'AUDIT_SIGNING_KEY must be an Ed25519 private key, PKCS#8 PEM or base64 DER (npm run cli -- audit:keygen makes one)' },
+    )
+    .optional(),
+  /** A checkpoint after this many events, and after this many seconds with new events, whichever first. */
+  AUDIT_CHECKPOINT_EVERY: positiveInt.default(1000),
+  AUDIT_CHECKPOINT_SECONDS: positiveInt.default(300),
 });
 
 /** Where links point (invites, decision links): `PUBLIC_URL`, or this machine on `PORT`. */
@@ -101,10 +121,10 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable means unset, as compose files and .env templates write optional ones.
-  const result = configSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
+  const result = validate(configSchema, Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')), 'environment');
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`Invalid environment configuration:\n${problems.join('\n')}`);
+    // Each message names its variable: "PORT must be an integer from 0 to 65535".
+    throw new ConfigError(`Invalid environment configuration:\n${result.errors.map((error) => `  ${error.message}`).join('\n')}`);
   }
   return result.data;
 }

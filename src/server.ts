@@ -1,6 +1,7 @@
-import { once } from 'node:events';
+import { createServer } from 'node:http';
 import { loadConfig } from './config.js';
 import { createApp } from './http/app.js';
+import { listen, PortInUseError } from './lib/listen.js';
 import { createLogger } from './lib/logger.js';
 import { exitGracefullyOnSignal } from './lib/shutdown.js';
 import { createServices } from './services.js';
@@ -9,8 +10,15 @@ import { createServices } from './services.js';
 const config = loadConfig();
 const logger = createLogger(config, 'web');
 const services = await createServices(config, logger, 'web');
-const server = createApp(services).listen(config.PORT);
-await once(server, 'listening');
+const server = createServer(createApp(services));
+try {
+  await listen(server, config.PORT);
+} catch (error) {
+  if (!(error instanceof PortInUseError)) throw error;
+  logger.fatal(error.message);
+  await services.close();
+  process.exit(1);
+}
 // Above a typical load balancer's idle timeout, so the balancer closes idle connections first.
 server.keepAliveTimeout = 65_000;
 logger.info({ port: config.PORT }, 'api listening');

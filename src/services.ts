@@ -14,6 +14,8 @@ import { ApprovalFeed } from './modules/approvals/approval-feed.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
+import { CheckpointService } from './modules/audit/checkpoint-service.js';
+import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
 import { MemberService } from './modules/members/member-service.js';
 import { OrgService } from './modules/orgs/org-service.js';
 import { OutboxSignal } from './modules/outbox/outbox-signal.js';
@@ -54,6 +56,7 @@ export interface Services {
   webhooks: WebhookService;
   deliveries: DeliveryService;
   audit: AuditService;
+  checkpoints: CheckpointService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
@@ -95,7 +98,8 @@ export async function createServices(
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
   });
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
-  const audit = new AuditService(data, { jobs, logger }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
+  const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
+  const audit = new AuditService(data, { jobs, logger, checkpoints }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
 
   return {
     config,
@@ -118,6 +122,7 @@ export async function createServices(
     webhooks,
     deliveries,
     audit,
+    checkpoints,
     async checkReadiness() {
       const [postgres, redisUp] = await Promise.all([
         db.$queryRaw`SELECT 1`.then(

@@ -127,14 +127,21 @@ describe('GET /v1/audit', () => {
   });
 
   it('verifies the whole chain whatever the filters and paging', async () => {
-    const expected = { intact: true, count: chain.length, headHash: chain.at(-1)!.hash, brokenAtSeq: null };
+    // No AUDIT_SIGNING_KEY here: no checkpoints to check (see audit-checkpoints.test.ts).
+    const expected = { intact: true, count: chain.length, headHash: chain.at(-1)!.hash, brokenAtSeq: null, checkpoints: 0 };
     expect((await page({ verify: true })).verification).toEqual(expected);
     const filtered = await page({ verify: true, type: 'policy.updated', limit: 1, after: 0 });
     expect(filtered.events).toHaveLength(1);
     expect(filtered.verification).toEqual(expected);
     expect((await page({ verify: false })).verification).toBeUndefined();
     const empty = await env.createOrg();
-    expect((await page({ verify: true }, empty)).verification).toEqual({ intact: true, count: 0, headHash: null, brokenAtSeq: null });
+    expect((await page({ verify: true }, empty)).verification).toEqual({
+      intact: true,
+      count: 0,
+      headHash: null,
+      brokenAtSeq: null,
+      checkpoints: 0,
+    });
   });
 
   it('serves the same events as CSV, with the contract header and RFC 4180 quoting', async () => {
@@ -284,6 +291,6 @@ describe('bulk exports', () => {
       expect.arrayContaining(['/v1/audit', '/v1/audit/exports', '/v1/audit/exports/{id}', '/v1/audit/exports/{id}/download']),
     );
     const parameters = body.paths['/v1/audit'].get.parameters.map((parameter: { name: string }) => parameter.name);
-    expect(parameters.sort()).toEqual(['action', 'after', 'agent', 'format', 'from', 'limit', 'to', 'type', 'verify']);
+    expect(parameters.sort()).toEqual(['action', 'after', 'agent', 'checkpoints', 'format', 'from', 'limit', 'to', 'type', 'verify']);
   });
 });

@@ -163,15 +163,23 @@ describe('endpoint-disabled', () => {
 });
 
 describe('mailer', () => {
-  it('writes the mail to the log when SMTP_URL is not set', async () => {
-    const mailer = createMailer({ MAIL_FROM: env.config.MAIL_FROM }, env.services.logger);
+  it('logs the recipients and subject when SMTP_URL is not set, and the text only at debug level', async () => {
+    const logger = env.services.logger.child({ test: 'unsent-mail' }, { level: 'debug' });
+    const mailer = createMailer({ MAIL_FROM: env.config.MAIL_FROM }, logger);
     const { approvalId, eventId } = await createOrphan(org, 'drop-table', 'schema-changes');
     await processOrphan(org.orgId, approvalId, eventId, { ...env.services, mailer });
 
     expect(mailsAbout(approvalId)).toEqual([]);
-    const logged = env.logs.find((line) => (line.mail as { text?: string } | undefined)?.text?.includes(approvalId));
-    expect(logged).toMatchObject({ level: 30, mail: { to: ADMINS, subject: expect.stringContaining('drop-table') } });
-    expect((logged!.mail as { text: string }).text).toContain('schema-changes');
+    const logged = env.logs.filter((line) => line.test === 'unsent-mail' && line.mail);
+    expect(logged).toEqual([
+      expect.objectContaining({ level: 30, mail: { to: ADMINS, subject: expect.stringContaining('drop-table') } }),
+      expect.objectContaining({
+        level: 20,
+        mail: { to: ADMINS, subject: expect.stringContaining('drop-table'), text: expect.any(String) },
+      }),
+    ]);
+    expect((logged[1]!.mail as { text: string }).text).toContain('schema-changes');
+    expect((logged[1]!.mail as { text: string }).text).toContain(approvalId);
   });
 
   it('rejects when the SMTP server refuses, so the job is retried', async () => {

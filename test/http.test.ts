@@ -1,3 +1,5 @@
+import { connect } from 'node:net';
+import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -45,6 +47,35 @@ describe('operations endpoints', () => {
 });
 
 describe('errors and logging', () => {
+  it('answers a wrong method on a known path with 405 problem+json and the methods it allows', async () => {
+    const cases: [method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, allow: string][] = [
+      ['delete', '/v1/approvals', 'POST, GET, HEAD, OPTIONS'],
+      ['put', '/v1/approvals', 'POST, GET, HEAD, OPTIONS'],
+      ['put', '/v1/approvals/00000000-0000-4000-8000-000000000000', 'GET, HEAD, OPTIONS'],
+      ['get', '/v1/approvals/00000000-0000-4000-8000-000000000000/decision', 'POST, OPTIONS'],
+      ['post', '/v1/policies/refunds', 'PUT, GET, HEAD, DELETE, OPTIONS'],
+      ['delete', '/v1/webhooks', 'POST, GET, HEAD, OPTIONS'],
+      ['delete', '/v1/audit/exports', 'POST, OPTIONS'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await org.request(method, path).expect(405);
+      expect(res.headers.allow).toBe(allow);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({
+        status: 405,
+        code: 'method_not_allowed',
+        detail: `${path} answers ${allow}, not ${method.toUpperCase()}.`,
+      });
+    }
+    // Before authentication: the path and its methods are public knowledge.
+    expect((await env.http.delete('/v1/approvals').expect(405)).headers.allow).toBe('POST, GET, HEAD, OPTIONS');
+  });
+
+  it('answers OPTIONS on a known path with the methods it allows', async () => {
+    const res = await env.http.options('/v1/webhooks/00000000-0000-4000-8000-000000000000').expect(204);
+    expect(res.headers.allow).toBe('GET, HEAD, PATCH, DELETE, OPTIONS');
+  });
+
   it('answers an unknown route with 404 problem+json', async () => {
     for (const path of ['/v1/nothing-here', '/v1/approvals/a/b/c', '/elsewhere']) {
       const res = await org.request('get', path).expect(404);
@@ -54,13 +85,47 @@ describe('errors and logging', () => {
   });
 
   it('echoes a request id, or makes one, and logs one line per request without the key', async () => {
-    const given = await org.request('get', '/v1/policies').set('x-request-id', 'trace-123').expect(200);
+    const given = await org.request('get', '/v1/policies?x=1').set('x-request-id', 'trace-123').set('cookie', 'session=s3cret').expect(200);
     expect(given.headers['x-request-id']).toBe('trace-123');
     const made = await org.request('get', '/v1/policies').expect(200);
     expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     const line = env.logs.find((entry) => (entry.req as { id?: string } | undefined)?.id === 'trace-123');
-    expect(line).toMatchObject({ msg: 'request completed', res: { statusCode: 200 } });
+    // Method, url, status, duration and request id; no header of the request or the response.
+    expect(line).toEqual({
+      level: 30,
+      time: expect.any(Number),
+      pid: expect.any(Number),
+      hostname: expect.any(String),
+      name: 'test',
+      req: { id: 'trace-123', method: 'GET', url: '/v1/policies?x=1' },
+      res: { statusCode: 200 },
+      responseTime: expect.any(Number),
+      msg: expect.stringMatching(/^GET \/v1\/policies\?x=1 200 \d+ ms$/),
+    });
     expect(JSON.stringify(env.logs)).not.toContain(org.key);
+    expect(JSON.stringify(env.logs)).not.toContain('s3cret');
+  });
+
+  it('reads an absent body as {}: accepted where every field is optional, 422 naming each missing field otherwise', async () => {
+    // No content-length and no transfer-encoding, as `curl -X POST` sends it (fetch would add content-length: 0).
+    const bare = async (path: string) => {
+      const socket = connect(Number(new URL(env.baseUrl).port), '127.0.0.1');
+      socket.write(`POST ${path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${org.key}\r\nconnection: close\r\n\r\n`);
+      const raw = (await text(socket)).split('\r\n\r\n');
+      return { status: Number(raw[0]!.split(' ')[1]), body: JSON.parse(raw[1]!) as Record<string, unknown> };
+    };
+    expect(await bare('/v1/audit/exports')).toMatchObject({ status: 202, body: { status: 'queued', filters: {} } });
+    await org.request('post', '/v1/audit/exports').set('content-length', '0').expect(202);
+    expect(await bare('/v1/approvals')).toMatchObject({
+      status: 422,
+      body: {
+        errors: [
+          { path: 'action', message: 'action is required and must be a string of 1 to 200 characters' },
+          { path: 'payload', message: 'payload is required and must be an object' },
+          { path: 'policyKey', message: 'policyKey is required and must be a string of 1 to 200 characters' },
+        ],
+      },
+    });
   });
 
   it('answers 500 without internals when the database fails underneath', async () => {

@@ -172,9 +172,10 @@ describe('policy evaluation', () => {
     const chain = await readChain(env.services.db, org.orgId);
     for (const id of [missingField.body.id, wrongType.body.id]) {
       const created = chain.find((e) => e.type === 'approval.created' && e.data.approvalId === id)!;
+      // matchedRule names the rule that failed, as POST /v1/policies/:key/evaluate does (contract C12).
       expect(created.data).toMatchObject({
         outcome: 'review',
-        matchedRule: null,
+        matchedRule: 0,
         evaluationError: expect.stringMatching(/^rules\.0\.when/),
       });
     }

@@ -218,7 +218,7 @@ describe('validation', () => {
 
   it('names the guard reason for a refused url', async () => {
     const res = await org.request('post', '/v1/webhooks').send({ url: 'ftp://203.0.113.10/', events: EVENTS }).expect(422);
-    expect(res.body.errors).toEqual([{ path: 'url', message: 'must use http or https' }]);
+    expect(res.body.errors).toEqual([{ path: 'url', message: 'url must use http or https' }]);
   });
 
   it('refuses a body that is not JSON', async () => {

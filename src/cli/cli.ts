@@ -1,4 +1,6 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { keyIdOf } from '../modules/audit/checkpoint-signing.js';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createDataLayer, type DataLayer } from '../data/database.js';
@@ -6,7 +8,7 @@ import { AppError } from '../lib/errors.js';
 import { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
 import { PLANS, ROLES, SCOPES } from '../modules/orgs/tenant.js';
-import { fieldErrors } from '../lib/validation.js';
+import { validate } from '../lib/validation.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -15,6 +17,7 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   key:revoke --id KEY_ID
   org:plan   --org ORG_ID --plan free|pro|enterprise
   member:create --org ORG_ID --email EMAIL --role admin|reviewer|viewer [--name NAME]
+  audit:keygen   a new Ed25519 key for AUDIT_SIGNING_KEY (its private half printed once)
 
 Scopes: ${SCOPES.join(', ')}`;
 
@@ -51,6 +54,18 @@ const commands = {
     schema: z.object({ org: z.string().min(1), plan: z.enum(PLANS) }),
     run: ({ orgs }: CliServices, args: { org: string; plan: (typeof PLANS)[number] }) => orgs.setPlan(args.org, args.plan),
   },
+  'audit:keygen': {
+    options: {},
+    schema: z.object({}),
+    run: async () => {
+      const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+      return {
+        keyId: keyIdOf(publicKey),
+        privateKey: privateKey.export({ type: 'pkcs8', format: 'der' }).toString('base64'),
+        publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      };
+    },
+  },
   'member:create': {
     options: { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } },
     schema: z.object({ org: z.string().min(1), email: z.email(), role: z.enum(ROLES), name: z.string().min(1).max(200).optional() }),
@@ -84,9 +99,9 @@ export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>
   } catch (error) {
     throw new CliError(`${(error as Error).message}\n\n${USAGE}`);
   }
-  const parsed = command.schema.safeParse(values);
+  const parsed = validate(command.schema, values, name!);
   if (!parsed.success) {
-    const problems = fieldErrors(parsed.error, name!).map((error) => `--${error.path}: ${error.message}`);
+    const problems = parsed.errors.map((error) => `--${error.path}: ${error.message}`);
     throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
   }
   // The CLI holds no Redis connection: the relay finds what it writes by polling the outbox.

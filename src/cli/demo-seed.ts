@@ -1,30 +1,115 @@
+import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { z } from 'zod';
 import type { Services } from '../services.js';
-import { SCOPES, type Tenant } from '../modules/orgs/tenant.js';
+import type { Scope, Tenant } from '../modules/orgs/tenant.js';
 import { policyDocumentSchema } from '../modules/policies/policy-schemas.js';
 
 const DEMO_ORG = 'Demo organization';
+const DEMO_POLICY = 'refunds';
+const DEMO_ADMIN = 'admin@example.com';
+
+/** The agent asks; the reviewer decides. A key that asked may not decide its own request (C12). */
+const AGENT_SCOPES: Scope[] = ['approvals:write', 'approvals:read', 'policies:read'];
+const REVIEWER_SCOPES: Scope[] = ['approvals:read', 'approvals:decide'];
+
+const keySchema = z.object({ id: z.uuid(), key: z.string() });
+const savedDemoSchema = z.object({
+  orgId: z.uuid(),
+  agentKey: keySchema,
+  reviewerKey: keySchema,
+  admin: z.object({ email: z.string(), password: z.string() }),
+});
+export type Demo = z.output<typeof savedDemoSchema>;
+
+/** `created`: there was no saved demo; `reused`: the saved one still works; `replaced`: it did not. */
+export type DemoOrigin = 'created' | 'reused' | 'replaced';
 
 /**
- * Makes the data a newcomer needs to try the API: an organization on the Pro plan, a policy that
- * approves small refunds and sends the rest to review, and a fresh key with every scope.
+ * The demo `npm run dev` prints: the one saved in `file` while its agent key still works in this
+ * database, so a restart keeps what was set up with it; otherwise a new one, saved there. A saved
+ * demo whose policy was deleted gets the policy back.
  */
-export async function seedDemo(services: Services) {
-  const { orgId } = await services.orgs.createOrganization({ name: DEMO_ORG, plan: 'pro', adminEmails: ['admin@example.com'] });
-  const { id: keyId, key } = await services.orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'demo' });
-  const tenant: Tenant = {
+export async function prepareDemo(services: Services, file: string): Promise<{ demo: Demo; origin: DemoOrigin }> {
+  const saved = await readSavedDemo(file);
+  if (saved) {
+    const tenant = await services.orgs.authenticate(saved.agentKey.key);
+    if (tenant?.orgId === saved.orgId) {
+      const { document } = await services.policies.snapshot(tenant.orgId, DEMO_POLICY, { fresh: true });
+      if (!document) await putDemoPolicy(services, tenant);
+      return { demo: saved, origin: 'reused' };
+    }
+  }
+  const demo = await seedDemo(services);
+  // The keys and the password are credentials: readable by their owner only.
+  await writeFile(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  return { demo, origin: saved === undefined ? 'created' : 'replaced' };
+}
+
+/** The saved demo; undefined when there is no file, null when there is one but it is not a demo. */
+async function readSavedDemo(file: string): Promise<Demo | null | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    return savedDemoSchema.parse(JSON.parse(text));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Makes what a newcomer needs to try the service: an organization on the Pro plan, a policy that
+ * approves small refunds and sends the rest to review, an agent's key and a reviewer's key, and
+ * an admin member who can sign in to the console (their invite accepted with a generated password).
+ */
+async function seedDemo(services: Services): Promise<Demo> {
+  const { orgId } = await services.orgs.createOrganization({ name: DEMO_ORG, plan: 'pro', adminEmails: [] });
+  const agentKey = await services.orgs.createApiKey({ orgId, scopes: AGENT_SCOPES, name: 'demo agent' });
+  const reviewerKey = await services.orgs.createApiKey({ orgId, scopes: REVIEWER_SCOPES, name: 'demo reviewer' });
+  const system = { type: 'system', id: 'demo-seed' } as const;
+  await putDemoPolicy(services, {
     orgId,
     plan: 'pro',
-    scopes: new Set(SCOPES),
-    actor: { type: 'system', id: 'demo-seed' },
-    principal: { type: 'api_key', keyId },
-  };
-  const policy = await services.policies.put(
-    tenant,
-    'refunds',
-    policyDocumentSchema.parse({
-      rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }],
-      timeoutSeconds: 3600,
-    }),
-  );
-  return { orgId, apiKey: { id: keyId, key }, policy };
+    scopes: new Set(),
+    actor: system,
+    principal: { type: 'api_key', keyId: agentKey.id },
+  });
+  const { inviteUrl } = await services.members.create({ orgId, actor: system }, { email: DEMO_ADMIN, role: 'admin', name: 'Demo admin' });
+  const password = randomBytes(12).toString('base64url');
+  await services.members.acceptInvite({ token: new URL(inviteUrl).pathname.split('/').pop()!, password });
+  return { orgId, agentKey, reviewerKey, admin: { email: DEMO_ADMIN, password } };
+}
+
+function putDemoPolicy(services: Services, tenant: Tenant) {
+  const document = policyDocumentSchema.parse({ rules: [{ when: "action == 'refund' && payload.amount <= 100", outcome: 'allow' }] });
+  return services.policies.put(tenant, DEMO_POLICY, document);
+}
+
+/** What `npm run dev` prints about its demo: where it came from, the credentials, and requests to paste. */
+export function describeDemo({ demo, origin }: { demo: Demo; origin: DemoOrigin }, { file, port }: { file: string; port: number }): string {
+  const provenance = {
+    created: `Demo organization ${demo.orgId}, new; saved in ${file} for the next runs.`,
+    reused: `Demo organization ${demo.orgId}, reused from ${file} (delete that file for a fresh one).`,
+    replaced:
+      `The demo organization saved in ${file} is not in this database any more (or its key was revoked);\n` +
+      `made a new one: ${demo.orgId}, saved in ${file}.`,
+  }[origin];
+  const base = `localhost:${port}`;
+  return `
+${provenance}
+Agent key (asks):      ${demo.agentKey.key}
+Reviewer key (decides): ${demo.reviewerKey.key}
+Console:               http://${base}/console  sign in as ${demo.admin.email} / ${demo.admin.password}
+Policy '${DEMO_POLICY}': refunds up to 100 are approved at once, everything else waits for review.
+
+  curl -s ${base}/v1/approvals -H 'authorization: Bearer ${demo.agentKey.key}' \\
+    -H 'content-type: application/json' -d '{"action":"refund","payload":{"amount":250},"policyKey":"${DEMO_POLICY}"}'
+  curl -s ${base}/v1/approvals/<id>/decision -H 'authorization: Bearer ${demo.reviewerKey.key}' \\
+    -H 'content-type: application/json' -d '{"verdict":"approved"}'
+`;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJob, isLastAttempt, type JobDefinition, type JobOptions } from '../jobs/job.js';
-import type { AuditEventType } from '../modules/audit/audit-events.js';
+import type { Config } from '../config.js';
+import type { DomainEventType } from '../modules/audit/audit-events.js';
 import type { DomainEvent } from '../modules/outbox/domain-events.js';
 import type { Services } from '../services.js';
 
@@ -11,9 +12,9 @@ import type { Services } from '../services.js';
  */
 export interface EventConsumer<Payload = unknown> {
   name: string;
-  events: readonly AuditEventType[];
+  events: readonly DomainEventType[];
   /** A finer filter, applied by the relay: events it refuses make no work for this consumer. */
-  accepts?: (event: DomainEvent) => boolean;
+  accepts?: (event: DomainEvent, config: Config) => boolean;
   /**
    * The queue the consumer's work runs on. A consumer without one does all its work in `plan`
    * (a broadcast, whose receivers can catch up from the audit chain themselves).
@@ -33,8 +34,8 @@ export interface EventTaskPayload {
 
 export interface EventHandlerSpec {
   name: string;
-  events: readonly AuditEventType[];
-  accepts?: (event: DomainEvent) => boolean;
+  events: readonly DomainEventType[];
+  accepts?: (event: DomainEvent, config: Config) => boolean;
   options: JobOptions;
   /** Acts on one event; throwing retries it with the options' backoff. Built once per worker. */
   handle: (services: Services) => (event: DomainEvent) => Promise<unknown>;
@@ -85,6 +86,10 @@ export function defineEventHandler(
 }
 
 /** The events of a batch that this consumer takes: its types, then its own filter. */
-export function eventsFor(consumer: Pick<EventConsumer, 'events' | 'accepts'>, events: readonly DomainEvent[]): DomainEvent[] {
-  return events.filter((event) => consumer.events.includes(event.type) && (consumer.accepts?.(event) ?? true));
+export function eventsFor(
+  consumer: Pick<EventConsumer, 'events' | 'accepts'>,
+  events: readonly DomainEvent[],
+  config: Config,
+): DomainEvent[] {
+  return events.filter((event) => consumer.events.includes(event.type) && (consumer.accepts?.(event, config) ?? true));
 }

@@ -1,3 +1,4 @@
+import { auditCheckpointsConsumer } from './audit-checkpoints/audit-checkpoints.js';
 import type { EventConsumer } from './consumer.js';
 import { endpointDisabledAlertConsumer } from './endpoint-disabled-alert/endpoint-disabled-alert.js';
 import { liveUpdatesConsumer } from './live-updates/live-updates.js';
@@ -12,4 +13,5 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   endpointDisabledAlertConsumer,
   memberInviteMailConsumer,
   liveUpdatesConsumer,
+  auditCheckpointsConsumer,
 ];

@@ -33,6 +33,13 @@ export function createApp(services: Services): Express {
         return id;
       },
       customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+      // One short line per request: never its headers (cookies, authorization) nor the response's.
+      serializers: {
+        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      customSuccessMessage: (req, res, responseTime) => `${req.method} ${req.originalUrl} ${res.statusCode} ${Math.round(responseTime)} ms`,
+      customErrorMessage: (req, res, error) => `${req.method} ${req.originalUrl} ${res.statusCode} failed: ${error.message}`,
     }),
   );
 
@@ -40,7 +47,7 @@ export function createApp(services: Services): Express {
     ...approvalRoutes(services.approvals, services.approvalFeed),
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
-    ...auditRoutes(services.audit),
+    ...auditRoutes(services.audit, services.checkpoints),
     ...memberRoutes(services.members),
     ...sessionRoutes(services.members),
     ...keyRoutes(services.orgs),

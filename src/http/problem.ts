@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { AppError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
+import { AppError, MethodNotAllowedError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
 
 export function problemType(code: ErrorCode): string {
   return `urn:approval-gate:problem:${code}`;
@@ -22,6 +22,7 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   if (error instanceof ValidationError) {
     return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
   }
+  if (error instanceof MethodNotAllowedError) res.setHeader('allow', error.allow.join(', '));
   if (error instanceof AppError) {
     res.set(error.headers);
     return sendProblem(res, error.status, error.code, error.title, error.message);

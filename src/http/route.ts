@@ -2,8 +2,8 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { ForbiddenError, NotFoundError, PaymentRequiredError, ValidationError } from '../lib/errors.js';
-import { fieldErrors } from '../lib/validation.js';
+import { ForbiddenError, MethodNotAllowedError, NotFoundError, PaymentRequiredError, ValidationError } from '../lib/errors.js';
+import { validate } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
 import { authenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
 
@@ -83,8 +83,8 @@ export function defineRoute<
 }
 
 function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string): z.output<S> {
-  const result = schema.safeParse(value);
-  if (!result.success) throw new ValidationError(fieldErrors(result.error, root));
+  const result = validate(schema, value, root);
+  if (!result.success) throw new ValidationError(result.errors);
   return result.data;
 }
 
@@ -92,7 +92,9 @@ const BODY_LIMIT = '1mb';
 
 /**
  * Parses any request body as JSON whatever its content type, and defers a malformed body to
- * validation, so that it is reported as 422 and only after authorization has had its say.
+ * validation, so that it is reported as 422 and only after authorization has had its say. No body
+ * at all reads as `{}`: the schema then accepts it when every field is optional, and names each
+ * missing field otherwise.
  */
 const jsonBodyParser = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
 const malformedBodies = new WeakMap<Request, string>();
@@ -105,6 +107,7 @@ function parseJsonBody(req: Request, res: Response, next: NextFunction): void {
       req.body = undefined;
       return next();
     }
+    if (!error && req.body === undefined) req.body = {};
     next(error);
   });
 }
@@ -129,9 +132,9 @@ function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
   return async (req, res) => {
     let params: unknown;
     if (spec.params) {
-      const result = (spec.params as z.ZodType).safeParse(req.params);
+      const result = validate(spec.params as z.ZodType, req.params, 'path');
       if (!result.success) {
-        if (spec.invalidParams === 'validation_failed') throw new ValidationError(fieldErrors(result.error, 'path'));
+        if (spec.invalidParams === 'validation_failed') throw new ValidationError(result.errors);
         throw new NotFoundError(`No resource at ${req.path}.`);
       }
       params = result.data;
@@ -220,4 +223,26 @@ export function mountRoutes(
     ];
     router[spec.method](spec.path, ...chain);
   }
+  for (const [path, allow] of allowedMethods(specs)) {
+    // Reached only when no operation on this path has the request's method.
+    router.all(path, (req, res) => {
+      if (req.method === 'OPTIONS') {
+        res.set('allow', allow.join(', ')).status(204).end();
+        return;
+      }
+      throw new MethodNotAllowedError(allow, `${req.path} answers ${allow.join(', ')}, not ${req.method}.`);
+    });
+  }
+}
+
+/** Each path of the API with the methods its operations answer (HEAD wherever GET is, and OPTIONS). */
+function allowedMethods(specs: readonly AnyRouteSpec[]): Map<string, string[]> {
+  const byPath = new Map<string, Set<string>>();
+  for (const spec of specs) {
+    const methods = byPath.get(spec.path) ?? new Set<string>();
+    methods.add(spec.method.toUpperCase());
+    if (spec.method === 'get') methods.add('HEAD');
+    byPath.set(spec.path, methods);
+  }
+  return new Map([...byPath].map(([path, methods]) => [path, [...methods, 'OPTIONS']]));
 }

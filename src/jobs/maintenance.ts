@@ -9,7 +9,13 @@ const sweeper: Actor = { type: 'system', id: 'expiry-sweeper' };
 const EXPIRY_GRACE_MS = 1_000;
 const SWEEP_BATCH = 500;
 
-const TASKS = ['sweep-expired-approvals', 'sweep-stalled-deliveries', 'sweep-consumer-tasks', 'prune-sign-in-records'] as const;
+const TASKS = [
+  'sweep-expired-approvals',
+  'sweep-stalled-deliveries',
+  'sweep-consumer-tasks',
+  'prune-sign-in-records',
+  'checkpoint-grown-chains',
+] as const;
 
 /** Ended sessions, expired invites and old sign-in failures are only clutter: an hourly prune is plenty. */
 const PRUNE_INTERVAL_MS = 3_600_000;
@@ -30,6 +36,7 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
         ['sweep-stalled-deliveries', config.DELIVERY_SWEEP_INTERVAL_MS],
         ['sweep-consumer-tasks', config.CONSUMER_SWEEP_INTERVAL_MS],
         ['prune-sign-in-records', PRUNE_INTERVAL_MS],
+        ['checkpoint-grown-chains', config.AUDIT_CHECKPOINT_SECONDS * 1000],
       ] as const
     ).map(([task, everyMs]) => ({ id: task, payload: { task }, everyMs })),
   processor:
@@ -44,6 +51,8 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
           return resumeStalledTasks(services, SWEEP_BATCH);
         case 'prune-sign-in-records':
           return { pruned: await services.members.prune() };
+        case 'checkpoint-grown-chains':
+          return { signed: await services.checkpoints.checkpointGrownChains(SWEEP_BATCH) };
       }
     },
 });

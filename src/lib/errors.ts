@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'payment_required'
   | 'payload_too_large'
@@ -97,6 +98,16 @@ export class PaymentRequiredError extends AppError {
 export class NotFoundError extends AppError {
   constructor(detail: string) {
     super(404, 'not_found', 'Not found', detail);
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(
+    /** The methods the path does answer, for the `allow` header. */
+    readonly allow: readonly string[],
+    detail: string,
+  ) {
+    super(405, 'method_not_allowed', 'Method not allowed', detail);
   }
 }
 

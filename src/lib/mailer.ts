@@ -19,7 +19,8 @@ export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM'>, log
   if (!config.SMTP_URL) {
     return {
       async send({ to, subject, text }) {
-        logger.info({ mail: { to, subject, text } }, 'mail logged instead of sent: SMTP_URL is not set');
+        logger.info({ mail: { to, subject } }, 'mail not sent: SMTP_URL is not set (LOG_LEVEL=debug shows its text)');
+        logger.debug({ mail: { to, subject, text } }, 'text of the mail not sent');
       },
       close() {},
     };

@@ -23,6 +23,7 @@ export const WEBHOOK_EVENT_TYPES = everyValue<WebhookEventType>({
   'approval.expired': true,
   'approval.escalated': true,
   'approval.orphaned': true,
+  'audit.checkpoint': true,
 });
 
 export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({

@@ -39,8 +39,8 @@ export function AuditPage() {
         {verification && (
           <p role="status" className={verification.intact ? 'notice' : 'problem'}>
             {verification.intact
-              ? `Intact: ${verification.count} events checked, head hash ${verification.headHash ?? '(empty chain)'}.`
-              : `Broken at seq ${verification.brokenAtSeq}: ${verification.count} events checked.`}
+              ? `Intact: ${verification.count} events and ${verification.checkpoints} signed checkpoints checked, head hash ${verification.headHash ?? '(empty chain)'}.`
+              : `Broken at seq ${verification.brokenAtSeq}: ${verification.count} events and ${verification.checkpoints} signed checkpoints checked.`}
           </p>
         )}
       </section>

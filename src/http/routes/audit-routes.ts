@@ -1,5 +1,9 @@
 import { toCsv, toEventView, type AuditService } from '../../modules/audit/audit-service.js';
+import type { CheckpointService } from '../../modules/audit/checkpoint-service.js';
 import {
+  checkpointListQuerySchema,
+  checkpointListSchema,
+  signingKeyListSchema,
   auditExportCreateSchema,
   auditExportParamsSchema,
   auditExportViewSchema,
@@ -12,8 +16,31 @@ import { problemResponses } from './problem-responses.js';
 
 const AUDIT_PLANS = ['pro', 'enterprise'] as const;
 
-export function auditRoutes(audit: AuditService) {
+export function auditRoutes(audit: AuditService, checkpoints: CheckpointService) {
   return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit/keys',
+      summary: 'The public keys that sign audit checkpoints, current and retired',
+      auth: 'public',
+      responses: { 200: { description: 'Every signing key, oldest first.', schema: signingKeyListSchema } },
+      handler: async () => ({ status: 200, body: { keys: await checkpoints.keys() } }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit/checkpoints',
+      summary: "The organization's signed checkpoints of its audit chain, by seq",
+      scope: 'audit:read',
+      query: checkpointListQuerySchema,
+      responses: {
+        200: { description: 'A page of checkpoints after `after`.', schema: checkpointListSchema },
+        ...problemResponses(401, 403, 422),
+      },
+      handler: async ({ tenant, query }) => ({
+        status: 200,
+        body: { checkpoints: await checkpoints.list(tenant.orgId, query.after, query.limit) },
+      }),
+    }),
     defineRoute({
       method: 'get',
       path: '/v1/audit',
@@ -31,7 +58,7 @@ export function auditRoutes(audit: AuditService) {
       },
       handler: async ({ tenant, query }) => {
         const page = await audit.page(tenant, query);
-        if (query.format === 'csv') return { status: 200, csv: toCsv(page.events) };
+        if (query.format === 'csv') return { status: 200, csv: toCsv(page.events, page.checkpoints) };
         return { status: 200, body: { ...page, events: page.events.map(toEventView) } };
       },
     }),

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Sql } from '../../data/database.js';
 import type { Logger } from '../../lib/logger.js';
 import { subscribeWithin } from '../../lib/redis.js';
-import type { AuditEventType } from '../audit/audit-events.js';
+import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from '../outbox/domain-events.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { ApprovalStatus } from './approval-schemas.js';
@@ -92,8 +92,11 @@ export class ApprovalFeed {
 
   /** Publishes committed approval events; the relay retries the batch if Redis refuses. */
   async publish(events: readonly DomainEvent[]): Promise<void> {
+    // Approval events are audit events, so each has its seq.
     const messages = events.flatMap((event) =>
-      event.seq === null ? [] : [`${event.orgId} ${JSON.stringify(feedEvent(event.type, event.seq, event.data))}`],
+      event.seq === null || event.type === CHECKPOINT_EVENT_TYPE
+        ? []
+        : [`${event.orgId} ${JSON.stringify(feedEvent(event.type, event.seq, event.data))}`],
     );
     if (messages.length === 0) return;
     const pipeline = this.publisher.pipeline();

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { canonicalJson, type Actor, type AuditEventDraft, type WebhookEventType } from '../audit/audit-events.js';
+import { canonicalJson, type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../audit/audit-events.js';
 import type { PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
 import type { ApprovalCreateInput, Decider, DecisionInput } from './approval-schemas.js';
@@ -47,7 +47,7 @@ function deciderOf(actor: Actor): Decider {
 }
 
 function webhookEvent(
-  type: WebhookEventType,
+  type: ApprovalWebhookType,
   approval: ApprovalFacts & Pick<Approval, 'status' | 'policyKey'> & { payload: unknown; payloadHash: string },
   at: Date,
   fields: { verdict: string | null; feedback: string | null; decidedBy: Decider | null; escalatedTo?: string },

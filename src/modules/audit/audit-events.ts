@@ -24,15 +24,25 @@ export const AUDIT_EVENT_TYPES = [
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
-/** The webhook event types of spec section 6; each is also an audit event type. */
-export const WEBHOOK_EVENT_TYPES = [
+/** The approval webhook event types of spec section 6; each is also an audit event type. */
+export const APPROVAL_WEBHOOK_TYPES = [
   'approval.approved',
   'approval.rejected',
   'approval.expired',
   'approval.escalated',
   'approval.orphaned',
 ] as const satisfies readonly AuditEventType[];
+export type ApprovalWebhookType = (typeof APPROVAL_WEBHOOK_TYPES)[number];
+
+/** A signed checkpoint of the audit chain (contract C14): a domain event, not an audit event. */
+export const CHECKPOINT_EVENT_TYPE = 'audit.checkpoint';
+
+/** Every type a webhook endpoint can subscribe to. */
+export const WEBHOOK_EVENT_TYPES = [...APPROVAL_WEBHOOK_TYPES, CHECKPOINT_EVENT_TYPE] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** What the outbox carries: every audit event type, and checkpoints. */
+export type DomainEventType = AuditEventType | typeof CHECKPOINT_EVENT_TYPE;
 
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -45,7 +55,7 @@ export type Actor = { type: 'api_key'; id: string } | { type: 'user'; id: string
 /** The body POSTed to webhook endpoints (spec 2.6), fixed when the state change commits. */
 export interface WebhookEventBody {
   id: string;
-  type: WebhookEventType;
+  type: ApprovalWebhookType;
   createdAt: string;
   data: {
     approvalId: string;

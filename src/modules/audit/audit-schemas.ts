@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { describeExpected, fieldName } from '../../lib/validation.js';
 import { AUDIT_EVENT_TYPES } from './audit-events.js';
 
 /** The CSV columns of contract C6, in order; also the keys of an exported event. */
@@ -11,11 +12,12 @@ const instantSchema = z
 
 /** A query-string integer: digits only, so that `1e3`, `0x10`, ` 5` and `` are refused. */
 function queryInteger(min: number, max: number) {
+  const integer = z.number().int().min(min).max(max);
   return z
     .string()
-    .regex(/^\d{1,16}$/, 'Expected a non-negative integer')
+    .regex(/^\d{1,16}$/, { error: (issue) => `${fieldName(issue.path, 'query')} must be ${describeExpected(integer)}` })
     .transform(Number)
-    .pipe(z.number().min(min).max(max));
+    .pipe(integer);
 }
 
 const filterShape = {
@@ -42,6 +44,14 @@ export const auditQuerySchema = z
     after: queryInteger(0, Number.MAX_SAFE_INTEGER).optional().meta({ description: 'Only events with a greater seq (the paging cursor).' }),
     limit: queryInteger(1, 1000).default(500).meta({ description: 'Page size, 1-1000.' }),
     format: z.enum(['json', 'csv']).default('json'),
+    checkpoints: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((value) => value === 'true')
+      .meta({
+        description:
+          'Adds the signed checkpoints whose seq is in the range of the page (JSON: `checkpoints`; CSV: rows of type audit.checkpoint).',
+      }),
     verify: z
       .enum(['true', 'false'])
       .default('false')
@@ -86,13 +96,20 @@ export const verificationSchema = z
     intact: z.boolean(),
     count: z.number().int().meta({ description: 'Events checked: the whole chain, seq 1 to the head.' }),
     headHash: z.string().nullable().meta({ description: 'Hash of the head event; null for an empty chain.' }),
-    brokenAtSeq: z.number().int().nullable().meta({ description: 'First bad or missing seq; null when intact.' }),
+    brokenAtSeq: z.number().int().nullable().meta({
+      description: 'First bad or missing seq, or the seq of the first signed checkpoint the chain contradicts; null when intact.',
+    }),
+    checkpoints: z.number().int().meta({ description: 'Signed checkpoints checked against the chain (contract C14).' }),
   })
   .meta({ id: 'AuditVerification' });
 export type Verification = z.output<typeof verificationSchema>;
 
 export const auditPageSchema = z
-  .object({ events: z.array(auditEventViewSchema), verification: verificationSchema.optional() })
+  .object({
+    events: z.array(auditEventViewSchema),
+    verification: verificationSchema.optional(),
+    checkpoints: z.array(z.lazy(() => checkpointSchema)).optional(),
+  })
   .meta({ id: 'AuditPage' });
 
 export const auditExportViewSchema = z
@@ -109,3 +126,36 @@ export const auditExportViewSchema = z
 export type AuditExportView = z.output<typeof auditExportViewSchema>;
 
 export const auditExportParamsSchema = z.object({ id: z.uuid() });
+
+export const checkpointSchema = z
+  .object({
+    orgId: z.uuid(),
+    seq: z.number().int(),
+    hash: z.string(),
+    createdAt: z.iso.datetime(),
+    keyId: z.string(),
+    signature: z
+      .string()
+      .meta({ description: 'Base64 Ed25519 signature over the RFC 8785 bytes of { orgId, seq, hash, createdAt, keyId }.' }),
+  })
+  .meta({ id: 'AuditCheckpoint' });
+
+export const checkpointListQuerySchema = z.strictObject({
+  after: queryInteger(0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: 'Only checkpoints with a greater seq.' }),
+  limit: queryInteger(1, 1000).default(100).meta({ description: 'Page size, 1-1000.' }),
+});
+
+export const checkpointListSchema = z.object({ checkpoints: z.array(checkpointSchema) }).meta({ id: 'AuditCheckpointList' });
+
+export const signingKeyListSchema = z
+  .object({
+    keys: z.array(
+      z.object({
+        keyId: z.string(),
+        publicKey: z.string().meta({ description: 'SPKI PEM.' }),
+        createdAt: z.iso.datetime(),
+        retiredAt: z.iso.datetime().nullable().meta({ description: 'Checkpoints it signed after this time are not valid.' }),
+      }),
+    ),
+  })
+  .meta({ id: 'AuditSigningKeys' });

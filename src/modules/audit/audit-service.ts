@@ -8,7 +8,10 @@ import type { Logger } from '../../lib/logger.js';
 import { auditExportJob } from '../../jobs/audit-export.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Tenant } from '../orgs/tenant.js';
+import { canonicalJson, CHECKPOINT_EVENT_TYPE } from './audit-events.js';
 import { AuditExportFiles } from './audit-export-files.js';
+import type { CheckpointService } from './checkpoint-service.js';
+import type { Checkpoint } from './checkpoint-signing.js';
 import { AuditExportStore, type AuditExport } from './audit-export-store.js';
 import { auditExportCopySql, AuditQueryStore, type AuditEventRow } from './audit-query-store.js';
 import {
@@ -36,6 +39,7 @@ export interface AuditOptions {
 export interface AuditPage {
   events: AuditEventRow[];
   verification?: Verification;
+  checkpoints?: Checkpoint[];
 }
 
 export interface ExportDownload {
@@ -49,7 +53,7 @@ export class AuditService {
 
   constructor(
     private readonly data: Pick<DataLayer, 'sql'>,
-    private readonly deps: { jobs: JobQueues; logger: Logger },
+    private readonly deps: { jobs: JobQueues; logger: Logger; checkpoints: CheckpointService },
     private readonly options: AuditOptions,
   ) {
     this.files = new AuditExportFiles(options.exportDir);
@@ -64,37 +68,49 @@ export class AuditService {
   }
 
   async page(tenant: Tenant, query: AuditQuery): Promise<AuditPage> {
-    const { after = 0, limit, verify, format: _format, ...filters } = query;
+    const { after = 0, limit, verify, checkpoints: withCheckpoints, format: _format, ...filters } = query;
     const [events, verification] = await Promise.all([
       this.queries(tenant.orgId).page(filters, after, limit),
       verify ? this.verify(tenant.orgId) : undefined,
     ]);
-    return verification ? { events, verification } : { events };
+    const first = events[0];
+    const last = events.at(-1);
+    const checkpoints =
+      withCheckpoints && first && last
+        ? await this.deps.checkpoints.inRange(tenant.orgId, Number(first.seq), Number(last.seq))
+        : withCheckpoints
+          ? []
+          : undefined;
+    return { events, ...(verification ? { verification } : {}), ...(checkpoints ? { checkpoints } : {}) };
   }
 
   /**
    * Checks the whole chain, seq 1 to the head as it is now, inside Postgres: each range is one
    * ordered pass that recomputes every hash (see `ag_verify_audit_range`), so no event crosses
-   * the network and a long chain is checked on several cores at once.
+   * the network and a long chain is checked on several cores at once. Then every signed
+   * checkpoint up to the head: a chain rewritten consistently, hashes and head included, still
+   * contradicts what was signed before (contract C14).
    */
   async verify(orgId: string): Promise<Verification> {
     const queries = this.queries(orgId);
     const head = await queries.head();
-    if (head.seq === 0) return { intact: true, count: 0, headHash: null, brokenAtSeq: null };
+    if (head.seq === 0) return { intact: true, count: 0, headHash: null, brokenAtSeq: null, checkpoints: 0 };
     const rangeCount = Math.min(VERIFY_CONCURRENCY, Math.ceil(head.seq / VERIFY_RANGE_MIN_EVENTS));
     const size = Math.ceil(head.seq / rangeCount);
-    const results = await Promise.all(
-      Array.from({ length: rangeCount }, (_, index) => {
+    const [signed, ...results] = await Promise.all([
+      this.deps.checkpoints.verify(orgId, head.seq),
+      ...Array.from({ length: rangeCount }, (_, index) => {
         const last = Math.min(head.seq, (index + 1) * size);
         return queries.verifyRange(index * size + 1, last, last === head.seq ? head.hash : null);
       }),
-    );
-    const broken = results.flatMap((result) => (result.brokenAt === null ? [] : [result.brokenAt]));
+    ]);
+    const broken = [...results, signed].flatMap((result) => (result.brokenAt === null ? [] : [result.brokenAt]));
     return {
       intact: broken.length === 0,
       count: results.reduce((sum, result) => sum + result.checked, 0),
       headHash: head.hash,
       brokenAtSeq: broken.length === 0 ? null : Math.min(...broken),
+      checkpoints: signed.checked,
     };
   }
 
@@ -176,8 +192,30 @@ export function toEventView(row: AuditEventRow): AuditEventView {
 }
 
 /** The page as CSV: the columns of contract C6, `data` as the stored (compact, canonical) JSON. */
-export function toCsv(rows: AuditEventRow[]): string {
-  return stringify(rows, { header: true, columns: [...AUDIT_CSV_COLUMNS] });
+/**
+ * The page as CSV: the columns of contract C6, `data` as the stored (compact, canonical) JSON.
+ * Checkpoints, when asked for, are rows of type `audit.checkpoint` right after the event at their
+ * seq: `createdAt` the signing time, `actor` empty, `data` the whole checkpoint, `hash` the signed hash.
+ */
+export function toCsv(rows: AuditEventRow[], checkpoints: Checkpoint[] = []): string {
+  const bySeq = new Map(checkpoints.map((checkpoint) => [String(checkpoint.seq), checkpoint]));
+  const records = rows.flatMap((row) => {
+    const checkpoint = bySeq.get(String(row.seq));
+    return checkpoint ? [row, checkpointRecord(checkpoint)] : [row];
+  });
+  return stringify(records, { header: true, columns: [...AUDIT_CSV_COLUMNS] });
+}
+
+function checkpointRecord(checkpoint: Checkpoint): AuditEventRow {
+  return {
+    seq: String(checkpoint.seq),
+    createdAt: checkpoint.createdAt,
+    type: CHECKPOINT_EVENT_TYPE,
+    actor: '',
+    data: canonicalJson(checkpoint),
+    prevHash: '',
+    hash: checkpoint.hash,
+  };
 }
 
 function serializeFilters(filters: AuditFilters): Record<string, string> {

@@ -1,4 +1,4 @@
-import type { Actor, AuditEventType } from '../audit/audit-events.js';
+import type { Actor, DomainEventType } from '../audit/audit-events.js';
 
 /**
  * What happened, as the consumers of src/consumers/ see it. Every audit event is a domain event,
@@ -8,7 +8,7 @@ import type { Actor, AuditEventType } from '../audit/audit-events.js';
  */
 export interface DomainEvent {
   id: string;
-  type: AuditEventType;
+  type: DomainEventType;
   orgId: string;
   seq: number | null;
   actor: Actor | null;

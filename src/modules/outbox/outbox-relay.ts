@@ -52,7 +52,7 @@ export class OutboxRelay {
   private async handOver(events: readonly DomainEvent[]): Promise<void> {
     await Promise.all(
       this.services.consumers.map(async (consumer) => {
-        const subscribed = eventsFor(consumer, events);
+        const subscribed = eventsFor(consumer, events, this.services.config);
         if (subscribed.length === 0) return;
         const payloads = await consumer.plan(subscribed, this.services);
         const { job } = consumer;

@@ -1,5 +1,5 @@
 import type { Database, Sql } from '../../data/database.js';
-import type { Actor, AuditEventType } from '../audit/audit-events.js';
+import type { Actor, DomainEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from './domain-events.js';
 
 export interface ClaimedMessage {
@@ -9,7 +9,7 @@ export interface ClaimedMessage {
 
 interface DomainEventRow {
   id: string;
-  type: AuditEventType;
+  type: DomainEventType;
   orgId: string;
   seq: string | null;
   actor: string | null;

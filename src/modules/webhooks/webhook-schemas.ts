@@ -11,7 +11,7 @@ const webhookUrlSchema = z
       parseWebhookUrl(value);
     } catch (error) {
       if (!(error instanceof UnsafeWebhookUrlError)) throw error;
-      ctx.addIssue({ code: 'custom', message: error.message });
+      ctx.addIssue({ code: 'custom', message: `url ${error.message}` });
     }
   })
   .meta({ description: 'Absolute http or https URL that deliveries are POSTed to.' });
@@ -23,7 +23,8 @@ const webhookEventsSchema = z
   .min(1)
   .superRefine((events, ctx) => {
     events.forEach((event, index) => {
-      if (events.indexOf(event) !== index) ctx.addIssue({ code: 'custom', path: [index], message: `Duplicate event type '${event}'` });
+      if (events.indexOf(event) !== index)
+        ctx.addIssue({ code: 'custom', path: [index], message: `events lists '${event}' more than once` });
     });
   })
   .meta({ description: 'Subscribed event types, at least one, no duplicates.' });
@@ -38,7 +39,7 @@ export type WebhookCreateInput = z.output<typeof webhookCreateSchema>;
 export const webhookUpdateSchema = z
   .object({ url: webhookUrlSchema.optional(), events: webhookEventsSchema.optional(), enabled: z.boolean().optional() })
   .strict()
-  .refine((patch) => Object.keys(patch).length > 0, { message: 'Give at least one of url, events, enabled' })
+  .refine((patch) => Object.keys(patch).length > 0, { message: 'body must set at least one of url, events or enabled' })
   .meta({ id: 'WebhookEndpointUpdateInput' });
 export type WebhookUpdateInput = z.output<typeof webhookUpdateSchema>;
 

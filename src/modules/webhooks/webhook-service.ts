@@ -117,7 +117,7 @@ export class WebhookService {
     try {
       await resolveWebhookHost(parseWebhookUrl(url), { allowPrivate: this.options.allowPrivateUrls });
     } catch (error) {
-      if (error instanceof UnsafeWebhookUrlError) throw new ValidationError([{ path: 'url', message: error.message }]);
+      if (error instanceof UnsafeWebhookUrlError) throw new ValidationError([{ path: 'url', message: `url ${error.message}` }]);
       throw error;
     }
   }

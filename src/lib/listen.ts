@@ -1,0 +1,22 @@
+import { once } from 'node:events';
+import type { Server } from 'node:net';
+
+/** The port is taken: the message is the one line a person needs. */
+export class PortInUseError extends Error {
+  override name = 'PortInUseError';
+
+  constructor(readonly port: number) {
+    super(`port ${port} is in use; set PORT=<another port> or stop the other process`);
+  }
+}
+
+/** Listens on `port` (every interface); rejects with PortInUseError when it is taken. */
+export async function listen(server: Server, port: number): Promise<void> {
+  server.listen(port);
+  try {
+    await once(server, 'listening');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new PortInUseError(port);
+    throw error;
+  }
+}

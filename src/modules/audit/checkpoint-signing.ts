@@ -1,0 +1,74 @@
+// The signed bytes of an audit checkpoint (contract C14), shared by the service that signs and
+// by the standalone verifier (src/cli/verify-audit-export.ts), so the two cannot disagree. Only
+// node:crypto and an RFC 8785 implementation: an auditor can read it in full.
+import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import canonicalize from 'canonicalize';
+
+/** What is signed: the chain's hash at `seq`, for the organization, at a time, by a key. */
+export interface CheckpointClaim {
+  orgId: string;
+  seq: number;
+  hash: string;
+  /** ISO 8601 with milliseconds and Z. */
+  createdAt: string;
+  keyId: string;
+}
+
+export interface Checkpoint extends CheckpointClaim {
+  /** Base64 Ed25519 signature over checkpointBytes(claim). */
+  signature: string;
+}
+
+/** A public key as GET /v1/audit/keys serves it. */
+export interface PublishedKey {
+  keyId: string;
+  /** SPKI PEM. */
+  publicKey: string;
+  createdAt: string;
+  retiredAt: string | null;
+}
+
+/** RFC 8785 bytes of { orgId, seq, hash, createdAt, keyId }: exactly these members, nothing else. */
+export function checkpointBytes({ orgId, seq, hash, createdAt, keyId }: CheckpointClaim): Buffer {
+  return Buffer.from(canonicalize({ orgId, seq, hash, createdAt, keyId })!, 'utf8');
+}
+
+/** A key's id: the first 16 hex digits of the SHA-256 of its public key's SPKI DER. */
+export function keyIdOf(publicKey: KeyObject): string {
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** The Ed25519 private key of AUDIT_SIGNING_KEY: PKCS#8 PEM, or the base64 of its DER. */
+export function parseSigningKey(text: string): KeyObject {
+  const trimmed = text.trim();
+  const key = trimmed.startsWith('-----BEGIN')
+    ? createPrivateKey(trimmed)
+    : createPrivateKey({ key: Buffer.from(trimmed, 'base64'), format: 'der', type: 'pkcs8' });
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the audit signing key must be Ed25519, not ${key.asymmetricKeyType}`);
+  return key;
+}
+
+export function signCheckpoint(claim: CheckpointClaim, privateKey: KeyObject): Checkpoint {
+  return { ...claim, signature: sign(null, checkpointBytes(claim), privateKey).toString('base64') };
+}
+
+/**
+ * Why a checkpoint does not verify against the published keys, or null when it does: its key must
+ * be known, it must have been signed before that key's retirement, and the signature must hold.
+ */
+export function checkpointProblem(checkpoint: Checkpoint, keys: readonly PublishedKey[]): string | null {
+  const key = keys.find((candidate) => candidate.keyId === checkpoint.keyId);
+  if (!key) return `signed by an unknown key ${checkpoint.keyId}`;
+  if (key.retiredAt !== null && checkpoint.createdAt > key.retiredAt)
+    return `signed by key ${key.keyId} after its retirement at ${key.retiredAt}`;
+  let valid = false;
+  try {
+    valid = verify(null, checkpointBytes(checkpoint), createPublicKey(key.publicKey), Buffer.from(checkpoint.signature, 'base64'));
+  } catch {
+    valid = false;
+  }
+  return valid ? null : 'the signature does not verify';
+}
