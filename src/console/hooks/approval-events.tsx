@@ -1,6 +1,8 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import type { ApprovalFeedEvent } from '../../client/api-types';
+import { ApiError } from '../../client/api-client';
 import { api } from '../api';
+import { useErrorReporter } from './session';
 
 export interface ApprovalEventsListener {
   /** An approval was created, voted on or settled, here or in any other process. */
@@ -29,12 +31,15 @@ const REOPEN_AFTER_MS = 5000;
 export function ApprovalEventsProvider({ children }: { children: ReactNode }) {
   const listeners = useRef(new Set<ApprovalEventsListener>());
   const [state, setState] = useState<StreamState>('connecting');
+  const report = useErrorReporter();
 
   useEffect(() => {
     let source: EventSource | null = null;
     let reopen: number | undefined;
+    let stopped = false;
     const each = (call: (listener: ApprovalEventsListener) => void) => listeners.current.forEach(call);
     const open = () => {
+      if (stopped) return;
       source = new EventSource(api.url('/v1/approvals/events'));
       source.addEventListener('open', () => {
         setState('live');
@@ -47,15 +52,28 @@ export function ApprovalEventsProvider({ children }: { children: ReactNode }) {
       source.addEventListener('reset', () => each((listener) => listener.onResync?.()));
       source.addEventListener('error', () => {
         setState('reconnecting');
-        if (source?.readyState === EventSource.CLOSED) reopen = window.setTimeout(open, REOPEN_AFTER_MS);
+        if (source?.readyState === EventSource.CLOSED) reopenLater();
       });
+    };
+    // The browser gives up on an error status without saying which: the session tells whether
+    // it has ended (a 401 returns the console to sign-in) or the server is only unavailable.
+    const reopenLater = () => {
+      reopen = window.setTimeout(
+        () =>
+          void api.session.current().then(open, (error: unknown) => {
+            report(error);
+            if (!(error instanceof ApiError && error.status === 401)) reopenLater();
+          }),
+        REOPEN_AFTER_MS,
+      );
     };
     open();
     return () => {
+      stopped = true;
       window.clearTimeout(reopen);
       source?.close();
     };
-  }, []);
+  }, [report]);
 
   const subscribe = useCallback((listener: ApprovalEventsListener) => {
     listeners.current.add(listener);

@@ -1,7 +1,7 @@
 import { Link, useParams } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import type { ApprovalView, PolicyView } from '../../client/api-types';
-import { api } from '../api';
+import { api, unlessMissing } from '../api';
 import { AuditEventTable } from '../components/audit-event-table';
 import { DecisionPanel } from '../components/decision-panel';
 import { JsonBlock } from '../components/json-block';
@@ -20,7 +20,7 @@ export function ApprovalPage() {
   const approval = useResource(() => api.approvals.get(id), [id]);
   const history = useResource(async () => (approval.data ? auditEventsOf(approval.data) : null), [approval.data]);
   const policy = useResource(
-    () => (approval.data ? api.policies.get(approval.data.policyKey).catch(() => null) : Promise.resolve(null)),
+    async () => (approval.data ? unlessMissing(api.policies.get(approval.data.policyKey)) : null),
     [approval.data?.policyKey],
   );
 

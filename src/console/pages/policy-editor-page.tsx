@@ -2,7 +2,7 @@ import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import type { PolicyRule } from '../../client/api-types';
-import { api } from '../api';
+import { api, unlessMissing } from '../api';
 import { CheckboxGroup } from '../components/checkbox-group';
 import { ConfirmDialog } from '../components/dialog';
 import { PolicyTryPanel } from '../components/policy-try-panel';
@@ -29,11 +29,7 @@ export function PolicyEditorPage() {
   const { can } = useMember();
   const editable = can('policies:write');
   const navigate = useNavigate();
-  const stored = useResource(
-    () =>
-      api.policies.get(key).catch((error: unknown) => (error instanceof ApiError && error.status === 404 ? null : Promise.reject(error))),
-    [key],
-  );
+  const stored = useResource(() => unlessMissing(api.policies.get(key)), [key]);
   const [draft, setDraft] = useState<PolicyDraft>(NEW_POLICY);
   const [fieldErrors, setFieldErrors] = useState<FieldError[]>([]);
   const [saved, setSaved] = useState(false);
