@@ -325,6 +325,16 @@ describe('who may do what', () => {
     await context.close();
   });
 
+  it("a removed member's open console goes back to sign-in at its next request", async () => {
+    const { org, reviewer } = await organization();
+    const { context, page } = await signIn(browser, env, reviewer);
+    await org.request('delete', `/v1/members/${reviewer.id}`).expect(204);
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.getByText('Your session has ended; sign in again.').waitFor();
+    await page.getByRole('heading', { name: 'Sign in to Approval Gate' }).waitFor();
+    await context.close();
+  });
+
   it('a write from the signed-in page without the CSRF token, or with a wrong one, is refused with csrf_failed', async () => {
     const { org, reviewer } = await organization();
     const approval = await createApproval(org, 'csrf-target');
