@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { ApiError } from '../../client/api-client';
 import type { PolicyDocumentInput, PolicyEvaluation } from '../../client/api-types';
 import { api } from '../api';
@@ -57,13 +57,8 @@ export function PolicyTryPanel({
       if (!onlyDraft) throw error;
     }
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void evaluate.run();
-  };
-
   return (
-    <form className="panel stack" onSubmit={submit} aria-labelledby="try-title">
+    <form className="panel stack" onSubmit={evaluate.submit} aria-labelledby="try-title">
       <h2 id="try-title">Try against a sample request</h2>
       <p className="hint">The draft above, as it is now, evaluated by the server; nothing is saved or created.</p>
       <label>

@@ -7,8 +7,16 @@ export interface Page<T> {
   next: string | null;
 }
 
+export interface PagedList<T> {
+  items: T[];
+  next: string | null;
+  loading: boolean;
+  error: unknown;
+  loadMore(): void;
+}
+
 /** A list read page by page: the first when `deps` change, the next on `loadMore`. */
-export function usePages<T>(loadPage: (start: string | null) => Promise<Page<T>>, deps: DependencyList) {
+export function usePages<T>(loadPage: (start: string | null) => Promise<Page<T>>, deps: DependencyList): PagedList<T> {
   const report = useErrorReporter();
   const [items, setItems] = useState<T[]>([]);
   const [next, setNext] = useState<string | null>(null);
@@ -43,5 +51,13 @@ export function usePages<T>(loadPage: (start: string | null) => Promise<Page<T>>
     // The caller names what `loadPage` depends on, as with useEffect.
   }, deps);
 
-  return { items, next, loading, error, loadMore: () => (next === null ? undefined : void read(next, () => true)) };
+  return {
+    items,
+    next,
+    loading,
+    error,
+    loadMore: () => {
+      if (next !== null) void read(next, () => true);
+    },
+  };
 }

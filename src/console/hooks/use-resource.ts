@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState, type DependencyList } from 'react';
+import { useCallback, useEffect, useState, type DependencyList, type FormEvent } from 'react';
 import { useErrorReporter } from './session';
 
 export interface Resource<T> {
@@ -48,6 +48,8 @@ export function useResource<T>(load: () => Promise<T>, deps: DependencyList): Re
 
 export interface Action<A extends unknown[], T> {
   run(...args: A): Promise<T | undefined>;
+  /** A form's submit handler that runs the write (which then takes no arguments) instead of navigating. */
+  submit: A extends [] ? (event: FormEvent) => void : never;
   pending: boolean;
   error: unknown;
   reset(): void;
@@ -71,5 +73,9 @@ export function useAction<A extends unknown[], T>(write: (...args: A) => Promise
       setPending(false);
     }
   };
-  return { run, pending, error, reset: () => setError(null) };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    void run(...([] as unknown as A));
+  };
+  return { run, submit: submit as Action<A, T>['submit'], pending, error, reset: () => setError(null) };
 }

@@ -3,6 +3,7 @@ import { api } from '../api';
 import { AuditEventTable } from '../components/audit-event-table';
 import { AuditExportButton } from '../components/audit-export-button';
 import { FilterField, FilterForm, useAppliedFilters } from '../components/filter-form';
+import { ListEnd } from '../components/list-end';
 import { ProblemMessage } from '../components/problem-message';
 import { usePages } from '../hooks/use-pages';
 import { useAction } from '../hooks/use-resource';
@@ -66,12 +67,7 @@ export function AuditPage() {
       <AuditExportButton filters={filters} />
       <ProblemMessage error={pages.error} />
       <AuditEventTable events={pages.items} label="Audit events" />
-      {!pages.loading && pages.items.length === 0 && !pages.error && <p className="empty">No event matches these filters.</p>}
-      {pages.next && (
-        <button type="button" onClick={pages.loadMore} disabled={pages.loading}>
-          Load more
-        </button>
-      )}
+      <ListEnd list={pages} empty="No event matches these filters." />
     </section>
   );
 }

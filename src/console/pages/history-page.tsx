@@ -3,6 +3,7 @@ import type { ApprovalStatus } from '../../client/api-types';
 import { api } from '../api';
 import { CheckboxGroup } from '../components/checkbox-group';
 import { FilterField, FilterForm, useAppliedFilters } from '../components/filter-form';
+import { ListEnd } from '../components/list-end';
 import { ProblemMessage } from '../components/problem-message';
 import { StatusBadge } from '../components/status-badge';
 import { usePages } from '../hooks/use-pages';
@@ -60,12 +61,7 @@ export function HistoryPage() {
           </tr>
         ))}
       </DataTable>
-      {!pages.loading && pages.items.length === 0 && !pages.error && <p className="empty">No approval matches these filters.</p>}
-      {pages.next && (
-        <button type="button" onClick={pages.loadMore} disabled={pages.loading}>
-          Load more
-        </button>
-      )}
+      <ListEnd list={pages} empty="No approval matches these filters." />
     </section>
   );
 }

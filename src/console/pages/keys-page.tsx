@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { ApiKeyCreated, ApiKeyView, Scope } from '../../client/api-types';
 import { SCOPES } from '../../modules/orgs/tenant';
 import { api } from '../api';
@@ -92,12 +92,8 @@ function CreateKeyForm({ onCreated }: { onCreated(created: ApiKeyCreated): void 
     onCreated(await api.keys.create({ scopes, ...(name.trim() ? { name: name.trim() } : {}) }));
     setName('');
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void create.run();
-  };
   return (
-    <form className="panel stack" onSubmit={submit} aria-labelledby="new-key-title">
+    <form className="panel stack" onSubmit={create.submit} aria-labelledby="new-key-title">
       <h2 id="new-key-title">New API key</h2>
       <label>
         Name (optional)

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import type { MemberCreated, MemberRole, MemberView } from '../../client/api-types';
 import { ROLES } from '../../modules/orgs/tenant';
 import { api } from '../api';
@@ -149,12 +149,8 @@ function InviteForm({ onInvited }: { onInvited(created: MemberCreated): void }) 
     setEmail('');
     setName('');
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void invite.run();
-  };
   return (
-    <form className="panel stack" onSubmit={submit} aria-labelledby="invite-title">
+    <form className="panel stack" onSubmit={invite.submit} aria-labelledby="invite-title">
       <h2 id="invite-title">Invite a member</h2>
       <label>
         Email

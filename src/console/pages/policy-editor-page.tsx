@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import type { PolicyRule } from '../../client/api-types';
@@ -67,11 +67,6 @@ export function PolicyEditorPage() {
     rules.splice(index + by, 0, rule!);
     change({ rules });
   };
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void save.run();
-  };
-
   if (stored.error) return <ProblemMessage error={stored.error} />;
   if (stored.data === undefined) return <p role="status">Loading…</p>;
   const unplaced = fieldErrors.filter((error) => !PLACED.test(error.path));
@@ -80,7 +75,7 @@ export function PolicyEditorPage() {
       <h1 id="policy-title">
         Policy {key} {stored.data === null && <span className="badge">new</span>}
       </h1>
-      <form onSubmit={submit} className="stack">
+      <form onSubmit={save.submit} className="stack">
         <fieldset disabled={!editable}>
           <legend>Rules, tried in order; the first that holds gives the outcome</legend>
           {draft.rules.length === 0 && <p className="hint">No rules: every request gets the default outcome.</p>}

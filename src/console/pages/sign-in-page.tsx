@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { Navigate, useLocation } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import { api } from '../api';
@@ -24,15 +24,11 @@ export function SignInPage() {
   const orgIdError = signIn.error instanceof ApiError ? signIn.error.fieldError('orgId') : undefined;
   const askForOrg = orgIdError !== undefined || orgId !== '';
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void signIn.run();
-  };
   return (
     <main id="main" className="narrow">
       <h1>Sign in to Approval Gate</h1>
       {state.status === 'signed-out' && state.notice && <p role="status">{state.notice}</p>}
-      <form onSubmit={submit} className="stack">
+      <form onSubmit={signIn.submit} className="stack">
         <label>
           Email
           <input type="email" autoComplete="username" required value={email} onChange={(event) => setEmail(event.target.value)} />

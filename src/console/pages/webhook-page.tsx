@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useState } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import type { WebhookDeliveryView, WebhookEndpointView, WebhookEventType } from '../../client/api-types';
 import { api } from '../api';
@@ -121,12 +121,8 @@ function EndpointSettings({
     onSaved(await api.webhooks.update(endpoint.id, { url, events, enabled }));
     setSaved(true);
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void save.run();
-  };
   return (
-    <form className="panel stack" onSubmit={submit} aria-label="Endpoint settings" onChange={() => setSaved(false)}>
+    <form className="panel stack" onSubmit={save.submit} aria-label="Endpoint settings" onChange={() => setSaved(false)}>
       <fieldset disabled={!editable}>
         <label>
           URL

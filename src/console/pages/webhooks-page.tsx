@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useState } from 'react';
 import { Link } from 'react-router';
 import type { WebhookEndpointWithSecret, WebhookEventType } from '../../client/api-types';
 import { api } from '../api';
@@ -23,11 +23,6 @@ export function WebhooksPage() {
     setUrl('');
     endpoints.reload();
   });
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    void create.run();
-  };
-
   return (
     <section aria-labelledby="webhooks-title">
       <h1 id="webhooks-title">Webhook endpoints</h1>
@@ -47,7 +42,7 @@ export function WebhooksPage() {
       {endpoints.data?.endpoints.length === 0 && <p className="empty">No endpoints yet.</p>}
       {created && <SecretOnce label={`Signing secret of ${created.url}`} secret={created.secret} onDone={() => setCreated(null)} />}
       {can('webhooks:write') && (
-        <form className="panel stack" onSubmit={submit} aria-labelledby="new-endpoint-title">
+        <form className="panel stack" onSubmit={create.submit} aria-labelledby="new-endpoint-title">
           <h2 id="new-endpoint-title">New endpoint</h2>
           <label>
             URL
