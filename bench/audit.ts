@@ -4,15 +4,15 @@
 //   npm run bench:audit                              1,000,000 events, 3 runs of each measurement
 //   BENCH_AUDIT_EVENTS=200000 BENCH_RUNS=1 npm run bench:audit
 //
-// The events are appended in SQL (see synthetic-audit-events.ts). The API (from source) and a
-// worker that runs only the `audit-export` queue are child processes; the worker runs compiled, as
-// the Procfile does (`npm run build` first; BENCH_BUILD=0 uses dist/ as it is), and its RSS is
-// sampled from /proc during the exports. Targets: verification no slower than `\copy` (ratio at most 1.0), export at
-// least 50% of `\copy`'s rows/s, worker peak RSS under 150 MB. The last line of stdout is the
-// figures as JSON.
+// The events are appended in SQL (see synthetic-audit-events.ts). The API and a worker that runs
+// only the `audit-export` queue are child processes, compiled as the Procfile runs them (`npm run
+// build` first; BENCH_BUILD=0 uses dist/ as it is); the worker's RSS is sampled from /proc during
+// the exports. Targets: verification no slower than `\copy` (ratio at most 1.0), export at least
+// 50% of `\copy`'s rows/s, worker peak RSS under 150 MB. The last line of stdout is the figures as
+// JSON.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,79 +20,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createDataLayer } from '../src/data/database.js';
 import { auditExportSelectSql } from '../src/modules/audit/audit-query-store.js';
 import { appendSyntheticAuditEvents } from '../src/modules/audit/synthetic-audit-events.js';
-import {
-  createOrgs,
-  deleteRedisKeys,
-  dropDatabase,
-  envNumber,
-  expectJson,
-  formatTable,
-  HOST,
-  log,
-  median,
-  PROJECT_ROOT,
-  readRssMb,
-  recreateDatabase,
-  round,
-  runBenchmark,
-  startWebServer,
-} from './support.js';
+import { formatTable, median, round, verdict } from './lib/figures.js';
+import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase } from './lib/fixtures.js';
+import { expectJson } from './lib/http.js';
+import { readPeakRssMb, readRssMb } from './lib/proc-stats.js';
+import { startWebServer, startWorker } from './lib/processes.js';
+import { envInt, log, runBenchmark } from './lib/run.js';
 
-const EVENTS = Math.round(envNumber('BENCH_AUDIT_EVENTS', 1_000_000));
-const RUNS = Math.round(envNumber('BENCH_RUNS', 3));
+const EVENTS = envInt('BENCH_AUDIT_EVENTS', 1_000_000);
+const RUNS = envInt('BENCH_RUNS', 3);
 const DATABASE = 'approval_gate_bench_audit';
 const REDIS_PREFIX = 'agbenchaudit';
 const PORT = 3921;
 const TARGET = { verifyRatio: 1.0, exportShare: 0.5, workerRssMb: 150 };
 
-interface Worker {
-  pid: number;
-  stop(): Promise<void>;
-}
-
-/** `node dist/workers/index.js` for the audit-export queue only; ready once it logs so. */
-async function startExportWorker(env: Record<string, string>): Promise<Worker> {
-  const child = spawn(process.execPath, ['dist/workers/index.js'], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, ...env, WORKER_QUEUES: 'audit-export', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`worker not started after 60 s:\n${output}`));
-    }, 60_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-4000);
-      if (output.includes('"msg":"worker started"')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4000)));
-    child.once('exit', (code) => reject(new Error(`worker exited with code ${code}:\n${output}`)));
-  });
-  return {
-    pid: child.pid!,
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    },
-  };
-}
-
 async function timed<T>(work: () => Promise<T>): Promise<{ seconds: number; result: T }> {
   const started = performance.now();
   const result = await work();
   return { seconds: (performance.now() - started) / 1000, result };
-}
-
-async function build(): Promise<void> {
-  const child = spawn('npm', ['run', 'build'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  const [code] = (await once(child, 'exit')) as [number];
-  if (code !== 0) throw new Error(`npm run build exited with ${code}`);
 }
 
 /** psql's `\copy (SELECT ...) TO '/dev/null' csv header`: Postgres writing the CSV, psql receiving it. */
@@ -136,21 +81,20 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
   const { orgId, key } = org!;
 
   log(`appending ${EVENTS} events to one organization's chain in SQL ...`);
-  const data = createDataLayer(dbUrl, 2, () => {});
+  const data = createDataLayer(dbUrl, { size: 2, connectTimeoutMs: 5_000, queryTimeoutMs: 600_000 }, () => {});
   const generation = await timed(() => appendSyntheticAuditEvents(data.sql, orgId, EVENTS));
   await data.db.$executeRawUnsafe('VACUUM ANALYZE audit_events');
   await data.close();
   log(`appended in ${round(generation.seconds)} s (${round(EVENTS / generation.seconds, 0)} events/s)`);
 
-  if (process.env.BENCH_BUILD !== '0') {
-    log('npm run build');
-    await build();
-  }
-  const childEnv = { DATABASE_URL: dbUrl, REDIS_PREFIX, EXPORT_DIR: exportDir };
-  process.env.EXPORT_DIR = exportDir;
-  const api = await startWebServer({ port: PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX });
+  const api = await startWebServer({ port: PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX, env: { EXPORT_DIR: exportDir } });
   cleanup(() => api.stop());
-  const worker = await startExportWorker(childEnv);
+  // The web process started from the same build: dist/ is there.
+  const worker = await startWorker({
+    label: 'export worker',
+    args: ['dist/workers/index.js'],
+    env: { DATABASE_URL: dbUrl, REDIS_PREFIX, EXPORT_DIR: exportDir, WORKER_QUEUES: 'audit-export', LOG_LEVEL: 'info' },
+  });
   cleanup(() => worker.stop());
   await sleep(2000); // let the worker settle after start-up before its idle figure
   const workerIdleRssMb = readRssMb(worker.pid);
@@ -188,7 +132,7 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
     await rm(path.join(exportDir, `${exported.result.id}.csv`));
     log(`run ${run}: \\copy ${round(copyS.at(-1)!, 2)} s, verify ${round(verifyS.at(-1)!, 2)} s, export ${round(exported.seconds, 2)} s`);
   }
-  const workerHwmMb = Number(/^VmHWM:\s+(\d+) kB$/m.exec(await readFile(`/proc/${worker.pid}/status`, 'utf8'))![1]) / 1024;
+  const workerHwmMb = readPeakRssMb(worker.pid);
 
   const copy = median(copyS);
   const verify = median(verifyS);
@@ -227,7 +171,6 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
       ],
     ),
   );
-  const verdict = (met: boolean) => (met ? 'MET' : 'MISSED');
   console.log(
     `\nTargets: verification <= \\copy: ${verdict(figures.targets.verifyNoSlowerThanCopy)}; ` +
       `export >= 50% of \\copy rows/s: ${verdict(figures.targets.exportAtLeastHalfOfCopy)}; ` +

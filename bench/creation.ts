@@ -7,28 +7,16 @@
 // BENCH_WARMUP (default 5 s) runs before every measurement and is not counted. The last line of
 // stdout is the figures as JSON.
 import autocannon from 'autocannon';
-import {
-  createOrgs,
-  deleteRedisKeys,
-  dropDatabase,
-  envNumber,
-  formatTable,
-  HOST,
-  log,
-  mapConcurrent,
-  median,
-  putPolicy,
-  recreateDatabase,
-  round,
-  runBenchmark,
-  startHelloServer,
-  startWebServer,
-  type BenchOrg,
-} from './support.js';
+import { mapConcurrent } from './lib/concurrency.js';
+import { formatTable, median, round } from './lib/figures.js';
+import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
+import { putPolicy } from './lib/http.js';
+import { startHelloServer, startWebServer } from './lib/processes.js';
+import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 
 const DURATION_S = envNumber('BENCH_DURATION', 20);
 const WARMUP_S = envNumber('BENCH_WARMUP', 5);
-const RUNS = Math.round(envNumber('BENCH_RUNS', 3));
+const RUNS = envInt('BENCH_RUNS', 3);
 const CONNECTIONS = 50;
 const ORG_COUNT = 100;
 const DATABASE = 'approval_gate_bench';

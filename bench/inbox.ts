@@ -7,33 +7,21 @@
 //
 // Cases: a reviewer who may decide every pending request (the usual inbox), and one who may decide
 // none of them (an empty inbox that must look through all 10,000 to know it is empty). The server
-// runs compiled, as in production. The last line of stdout is the figures as JSON.
+// runs compiled, as in production. bench:listing measures the listing itself at scale, with an API
+// key; this one measures the console's way in. The last line of stdout is the figures as JSON.
 import os from 'node:os';
 import type { Browser } from 'playwright-core';
 import { launchBrowser } from '../test/support/browser.js';
-import {
-  createOrgs,
-  deleteRedisKeys,
-  dropDatabase,
-  envNumber,
-  expectJson,
-  formatTable,
-  HOST,
-  log,
-  mapConcurrent,
-  median,
-  percentile,
-  putPolicy,
-  recreateDatabase,
-  round,
-  runBenchmark,
-  startWebServer,
-  type BenchOrg,
-} from './support.js';
+import { mapConcurrent } from './lib/concurrency.js';
+import { formatTable, median, percentile, round } from './lib/figures.js';
+import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
+import { expectJson, putPolicy } from './lib/http.js';
+import { startWebServer } from './lib/processes.js';
+import { envInt, log, runBenchmark } from './lib/run.js';
 
-const PENDING = Math.round(envNumber('BENCH_PENDING', 10_000));
-const READS = Math.round(envNumber('BENCH_READS', 50));
-const PAGE_LOADS = Math.round(envNumber('BENCH_PAGE_LOADS', 10));
+const PENDING = envInt('BENCH_PENDING', 10_000);
+const READS = envInt('BENCH_READS', 50);
+const PAGE_LOADS = envInt('BENCH_PAGE_LOADS', 10);
 const TARGET_MS = 300;
 const DATABASE = 'approval_gate_bench_inbox';
 const REDIS_PREFIX = 'agbenchinbox';

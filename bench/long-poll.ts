@@ -11,29 +11,15 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  createOrgs,
-  deleteRedisKeys,
-  dropDatabase,
-  envNumber,
-  expectJson,
-  formatTable,
-  log,
-  mapConcurrent,
-  percentile,
-  putPolicy,
-  readOpenFilesLimit,
-  readRssMb,
-  recreateDatabase,
-  requestJson,
-  round,
-  runBenchmark,
-  startWebServer,
-  waitUntilIdle,
-  type BenchOrg,
-} from './support.js';
+import { mapConcurrent } from './lib/concurrency.js';
+import { formatTable, round, stats, verdict } from './lib/figures.js';
+import { createOrgs, deleteRedisKeys, dropDatabase, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
+import { expectJson, putPolicy, requestJson } from './lib/http.js';
+import { readOpenFilesLimit, readRssMb, waitUntilIdle } from './lib/proc-stats.js';
+import { startWebServer } from './lib/processes.js';
+import { envInt, log, runBenchmark } from './lib/run.js';
 
-const WAITERS = Math.round(envNumber('BENCH_WAITERS', 10_000));
+const WAITERS = envInt('BENCH_WAITERS', 10_000);
 const ORG_COUNT = 10;
 const WAIT_S = 30;
 const CREATE_CONCURRENCY = 50;
@@ -165,7 +151,7 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
       port: PORT,
       method: 'POST',
       path: `/v1/approvals/${approval.id}/decision`,
-      key: approval.org.key,
+      key: approval.org.reviewerKey,
       body: { verdict: approval.verdict },
       agent: decideAgent,
     });
@@ -190,13 +176,6 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
   const sinceSent = answered.map((o) => o.answeredAt - decisionSentAt[o.i]!);
   const decisionLatency = approvals.map((_, i) => decisionDoneAt[i]! - decisionSentAt[i]!);
   const within = sinceDecided.filter((ms) => ms <= TARGET_ANSWER_MS).length;
-  const stats = (values: number[]) => ({
-    p50: round(percentile(values, 50)),
-    p99: round(percentile(values, 99)),
-    max: round(Math.max(...values)),
-    min: round(Math.min(...values)),
-  });
-
   const figures = {
     benchmark: 'long-poll',
     at: new Date().toISOString(),
@@ -259,8 +238,8 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
     console.log(`!!! ${problem}`);
   }
   console.log(
-    `\nTargets: RSS under ${TARGET_RSS_MB} MB with waiters held: ${figures.targets.rssUnder300Mb ? 'MET' : 'MISSED'}; ` +
-      `all answered within ${TARGET_ANSWER_MS / 1000} s with the decided status: ${figures.targets.allAnsweredWithin2s ? 'MET' : 'MISSED'}`,
+    `\nTargets: RSS under ${TARGET_RSS_MB} MB with waiters held: ${verdict(figures.targets.rssUnder300Mb)}; ` +
+      `all answered within ${TARGET_ANSWER_MS / 1000} s with the decided status: ${verdict(figures.targets.allAnsweredWithin2s)}`,
   );
   console.log(JSON.stringify(figures));
 });

@@ -29,6 +29,9 @@ const environmentSchema = z.object({
   DATABASE_URL: z.url().default('postgresql://postgres@127.0.0.1:5432/approval_gate'),
   /** Connections per process; the web process holds its audit-chain lock for one statement only. */
   DATABASE_POOL_SIZE: positiveInt.default(20),
+  /** Waiting for a database connection, and for a statement's answer: past these, 503 instead of a hanging request. */
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(2_000),
+  DATABASE_QUERY_TIMEOUT_MS: positiveInt.default(4_000),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key and channel, so several deployments (or test files) share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('ag'),
@@ -73,6 +76,10 @@ const environmentSchema = z.object({
   /** Outgoing mail, e.g. smtp://user:pass@smtp.example.com:587; without it mail is logged instead. */
   SMTP_URL: z.url().optional(),
   MAIL_FROM: z.string().min(3).default('Approval Gate <no-reply@approval-gate.invalid>'),
+  /** Bearer token of GET /metrics (Prometheus); the endpoint does not exist without it. */
+  METRICS_TOKEN: z.string().min(16).optional(),
+  /** Where a worker process serves its /metrics (with METRICS_TOKEN); web processes serve theirs on PORT. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),

@@ -1,13 +1,14 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, type Database, type Sql } from './data/database.js';
+import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
 import type { EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { JobQueues } from './jobs/job-queues.js';
 import { jobsFor } from './jobs/registry.js';
 import type { Logger } from './lib/logger.js';
 import { createMailer, type Mailer } from './lib/mailer.js';
+import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
 import { ApprovalFeed } from './modules/approvals/approval-feed.js';
@@ -49,6 +50,7 @@ export interface Services {
   consumerTasks: ConsumerTaskStore;
   jobs: JobQueues;
   mailer: Mailer;
+  metrics: Metrics;
   orgs: OrgService;
   members: MemberService;
   policies: PolicyService;
@@ -62,13 +64,16 @@ export interface Services {
   close(): Promise<void>;
 }
 
+/** Readiness answers within this: a database or Redis that hangs is as unready as one that refuses. */
+const READINESS_TIMEOUT_MS = 1_000;
+
 export async function createServices(
   config: Config,
   logger: Logger,
   role: ProcessRole,
   { consumers = CONSUMERS }: { consumers?: readonly EventConsumer<any>[] } = {},
 ): Promise<Services> {
-  const data = createDataLayer(config.DATABASE_URL, config.DATABASE_POOL_SIZE, (error) =>
+  const data = createDataLayer(config.DATABASE_URL, poolOptionsOf(config), (error) =>
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
   const { db, sql } = data;
@@ -80,6 +85,17 @@ export async function createServices(
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);
+  const metrics = new Metrics(role);
+  const outbox = new OutboxStore(db, sql);
+  metrics.onScrape(async () => metrics.outboxLag.set(await outbox.lagSeconds()));
+  metrics.onScrape(async () => {
+    const depths = await Promise.all(
+      jobs.definitions.map(async (definition) => [definition.queue, await jobs.queue(definition).getJobCounts()] as const),
+    );
+    for (const [queue, counts] of depths)
+      for (const [state, count] of Object.entries(counts)) metrics.queueDepth.set({ queue, state }, count);
+  });
+  metrics.onScrape(async () => metrics.longPollWaiters.set(settlements.waiting));
 
   const orgs = new OrgService(data);
   const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
@@ -87,12 +103,12 @@ export async function createServices(
   const approvals = new ApprovalService(
     data,
     policies,
-    { settlements, outboxSignal, jobs, logger },
+    { settlements, outboxSignal, jobs, logger, metrics },
     { freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS, orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS },
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
-  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, logger, {
+  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, metrics, logger, {
     allowPrivate,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
@@ -110,11 +126,12 @@ export async function createServices(
     settlements,
     approvalFeed,
     outboxSignal,
-    outbox: new OutboxStore(db, sql),
+    outbox,
     consumers,
     consumerTasks: new ConsumerTaskStore(sql),
     jobs,
     mailer,
+    metrics,
     orgs,
     members,
     policies,
@@ -124,14 +141,15 @@ export async function createServices(
     audit,
     checkpoints,
     async checkReadiness() {
+      const answers = (check: Promise<boolean>, what: string) => withTimeout(check, READINESS_TIMEOUT_MS, what).catch(() => false);
       const [postgres, redisUp] = await Promise.all([
-        db.$queryRaw`SELECT 1`.then(
-          () => true,
-          () => false,
+        answers(
+          sql.query(null, 'SELECT 1', []).then(() => true),
+          'database readiness',
         ),
-        redis.ping().then(
-          (reply) => reply === 'PONG',
-          () => false,
+        answers(
+          redis.ping().then((reply) => reply === 'PONG'),
+          'redis readiness',
         ),
       ]);
       return { postgres, redis: redisUp };

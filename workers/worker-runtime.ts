@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { JobDefinition } from '../src/jobs/job.js';
 import { JOBS } from '../src/jobs/registry.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
+import { serveMetrics } from '../src/http/metrics-endpoint.js';
 import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
 import type { Services } from '../src/services.js';
 
@@ -48,7 +49,11 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       // A job whose worker died is taken over once its lock lapses, not 30 s later.
       stalledInterval: config.WORKER_LOCK_DURATION_MS,
     });
-    worker.on('failed', (job, error) => logger.warn({ err: error, queue, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+    worker.on('completed', () => services.metrics.jobs.inc({ queue, result: 'completed' }));
+    worker.on('failed', (job, error) => {
+      services.metrics.jobs.inc({ queue, result: 'failed' });
+      logger.warn({ err: error, queue, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed');
+    });
     worker.on('error', (error) => logger.error({ err: error, queue }, 'worker error'));
     workers.push(worker);
   };
@@ -92,6 +97,12 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       stop.abort();
       await running;
     });
+  }
+
+  const { METRICS_TOKEN, METRICS_PORT } = config;
+  if (METRICS_TOKEN && METRICS_PORT !== undefined) {
+    const server = await serveMetrics(services.metrics, METRICS_TOKEN, METRICS_PORT);
+    stoppers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   }
 
   logger.info({ roles }, 'worker started');

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { keyIdOf } from '../modules/audit/checkpoint-signing.js';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
-import { createDataLayer, type DataLayer } from '../data/database.js';
+import { createDataLayer, poolOptionsOf, type DataLayer } from '../data/database.js';
 import { AppError } from '../lib/errors.js';
 import { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
@@ -121,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
   let data: DataLayer | undefined;
   try {
     const config = loadConfig();
-    data = createDataLayer(config.DATABASE_URL, 2, () => {});
+    data = createDataLayer(config.DATABASE_URL, { ...poolOptionsOf(config), size: 2 }, () => {});
     const output = await runCli(argv, data, { publicUrl: config.PUBLIC_URL });
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;

@@ -1,5 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
+import type { Config } from '../config.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Database = PrismaClient;
@@ -17,12 +18,39 @@ export interface DataLayer {
   close(): Promise<void>;
 }
 
+/** The pool the configuration asks for. */
+export function poolOptionsOf(
+  config: Pick<Config, 'DATABASE_POOL_SIZE' | 'DATABASE_CONNECT_TIMEOUT_MS' | 'DATABASE_QUERY_TIMEOUT_MS'>,
+): PoolOptions {
+  return {
+    size: config.DATABASE_POOL_SIZE,
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    queryTimeoutMs: config.DATABASE_QUERY_TIMEOUT_MS,
+  };
+}
+
+export interface PoolOptions {
+  size: number;
+  /** How long to wait for a connection (new, or free from the pool) before failing. */
+  connectTimeoutMs: number;
+  /** How long a statement may run before the client gives up on it, unless the statement says otherwise. */
+  queryTimeoutMs: number;
+}
+
 /**
  * `onIdleConnectionError` hears about pooled connections that die while idle (a database restart,
  * an administrator terminating them): without a listener, pg would crash the process over them.
+ * The timeouts turn a database that is down, or frozen, into a prompt error (503 to API clients)
+ * instead of requests that hang; the pool reconnects by itself when it is back.
  */
-export function createDataLayer(databaseUrl: string, poolSize: number, onIdleConnectionError: (error: Error) => void): DataLayer {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize });
+export function createDataLayer(databaseUrl: string, options: PoolOptions, onIdleConnectionError: (error: Error) => void): DataLayer {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.size,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    query_timeout: options.queryTimeoutMs,
+    keepAlive: true,
+  });
   pool.on('error', onIdleConnectionError);
   const db = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
@@ -43,13 +71,15 @@ export function createDataLayer(databaseUrl: string, poolSize: number, onIdleCon
  * statement runs through the transaction client.
  */
 export interface Sql {
-  query<Row>(name: string | null, text: string, values: unknown[]): Promise<Row[]>;
+  /** `timeoutMs` lets a statement known to run long (verifying a whole chain) outlast the pool's query timeout. */
+  query<Row>(name: string | null, text: string, values: unknown[], options?: { timeoutMs?: number }): Promise<Row[]>;
 }
 
 export function poolSql(pool: pg.Pool): Sql {
   return {
-    async query<Row>(name: string | null, text: string, values: unknown[]) {
-      return (await pool.query(name ? { name, text, values } : { text, values })).rows as Row[];
+    async query<Row>(name: string | null, text: string, values: unknown[], options?: { timeoutMs?: number }) {
+      const config = { text, values, ...(name ? { name } : {}), ...(options?.timeoutMs ? { query_timeout: options.timeoutMs } : {}) };
+      return (await pool.query(config)).rows as Row[];
     },
   };
 }

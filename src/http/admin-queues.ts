@@ -1,9 +1,9 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import type { Express, RequestHandler } from 'express';
+import { secretsEqual } from '../lib/secret-tokens.js';
 
 const QUEUE_DASHBOARD_PATH = '/admin/queues';
 
@@ -25,21 +25,15 @@ export function mountQueueDashboard(
 }
 
 function basicAuth(user: string, password: string): RequestHandler {
-  const expectedUser = digest(user);
-  const expectedPassword = digest(password);
   return (req, res, next) => {
     const [scheme, encoded] = (req.headers.authorization ?? '').split(' ');
     const decoded = scheme?.toLowerCase() === 'basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8') : '';
     // RFC 7617: the user id cannot contain a colon, the password can.
     const colon = decoded.indexOf(':');
     // Both comparisons always run, over equal-length digests, so timing reveals neither which part was wrong nor its length.
-    const userOk = timingSafeEqual(digest(decoded.slice(0, Math.max(colon, 0))), expectedUser);
-    const passwordOk = timingSafeEqual(digest(colon < 0 ? '' : decoded.slice(colon + 1)), expectedPassword);
+    const userOk = secretsEqual(decoded.slice(0, Math.max(colon, 0)), user);
+    const passwordOk = secretsEqual(colon < 0 ? '' : decoded.slice(colon + 1), password);
     if (colon >= 0 && userOk && passwordOk) return next();
     res.status(401).set('www-authenticate', 'Basic realm="Approval Gate queues"').type('text/plain').send('Authentication required.');
   };
-}
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
 }

@@ -4,6 +4,7 @@ import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
 import { mountConsole } from './console-assets.js';
+import { metricsHandler, recordRequests } from './metrics-endpoint.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
@@ -22,6 +23,7 @@ export function createApp(services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(recordRequests(services.metrics));
 
   app.use(
     pinoHttp({
@@ -63,6 +65,7 @@ export function createApp(services: Services): Express {
       .status(checks.postgres && checks.redis ? 200 : 503)
       .json({ status: checks.postgres && checks.redis ? 'ready' : 'unavailable', checks });
   });
+  if (services.config.METRICS_TOKEN) app.get('/metrics', metricsHandler(services.metrics, services.config.METRICS_TOKEN));
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });

@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { CsrfError, UnauthorizedError } from '../lib/errors.js';
+import { secretsEqual } from '../lib/secret-tokens.js';
 import type { Tenant } from '../modules/orgs/tenant.js';
 
 /** Resolves a presented credential to the tenant it acts for, or null when it is unknown, revoked or expired. */
@@ -45,9 +45,7 @@ export function authenticate(authenticators: Authenticators, mode: Exclude<AuthM
 }
 
 function sameSecret(presented: string | string[] | undefined, principal: Tenant['principal']): boolean {
-  if (typeof presented !== 'string' || principal.type !== 'session') return false;
-  const digest = (value: string) => createHash('sha256').update(value).digest();
-  return timingSafeEqual(digest(presented), digest(principal.csrfToken));
+  return typeof presented === 'string' && principal.type === 'session' && secretsEqual(presented, principal.csrfToken);
 }
 
 /** The value of the session cookie, from the Cookie header (no parser needed for one cookie). */

@@ -1,5 +1,14 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { AppError, MethodNotAllowedError, NotFoundError, ValidationError, type ErrorCode, type FieldError } from '../lib/errors.js';
+import { isDatabaseUnavailable } from '../data/database-errors.js';
+import {
+  AppError,
+  MethodNotAllowedError,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+  type ErrorCode,
+  type FieldError,
+} from '../lib/errors.js';
 
 export function problemType(code: ErrorCode): string {
   return `urn:approval-gate:problem:${code}`;
@@ -23,6 +32,10 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
   }
   if (error instanceof MethodNotAllowedError) res.setHeader('allow', error.allow.join(', '));
+  if (!(error instanceof AppError) && isDatabaseUnavailable(error)) {
+    req.log.warn({ err: error }, 'database unavailable');
+    return errorHandler(new UnavailableError(), req, res, _next);
+  }
   if (error instanceof AppError) {
     res.set(error.headers);
     return sendProblem(res, error.status, error.code, error.title, error.message);

@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'rate_limited'
   | 'gone'
+  | 'unavailable'
   | 'csrf_failed'
   | 'not_a_reviewer'
   | 'self_approval'
@@ -74,6 +75,15 @@ export class CsrfError extends AppError {
 export class DecisionRefusedError extends AppError {
   constructor(code: 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed', detail: string) {
     super(403, code, 'Not allowed to decide this request', detail);
+  }
+}
+
+/** The database is away: nothing was done, and the same request can be sent again shortly. */
+export class UnavailableError extends AppError {
+  constructor(retryAfterSeconds = 5) {
+    super(503, 'unavailable', 'Service unavailable', 'The database cannot be reached right now; nothing was changed. Retry shortly.', {
+      'retry-after': String(retryAfterSeconds),
+    });
   }
 }
 

@@ -46,8 +46,14 @@ export interface TestEnv {
   close(): Promise<void>;
 }
 
-/** A database cloned from the migrated template and a Redis prefix, both private to the caller. */
-export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+/**
+ * A database cloned from the migrated template and a Redis prefix, both private to the caller.
+ * `databasePort` sends the app's connections through another port (a proxy a test can break).
+ */
+export async function createTestEnv(
+  overrides: Record<string, string> = {},
+  { databasePort }: { databasePort?: number } = {},
+): Promise<TestEnv> {
   const suffix = randomBytes(6).toString('hex');
   const database = `approval_gate_test_${suffix}`;
   await onServer((client) => client.query(`CREATE DATABASE ${database} TEMPLATE ${inject('templateDatabase')}`));
@@ -56,7 +62,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     ...process.env,
     NODE_ENV: 'test',
     LOG_LEVEL: 'info',
-    DATABASE_URL: databaseUrl(database),
+    DATABASE_URL: databasePort === undefined ? databaseUrl(database) : databaseUrl(database).replace(/:\d+\//, `:${databasePort}/`),
     DATABASE_POOL_SIZE: '10',
     REDIS_PREFIX: `agtest:${suffix}`,
     ...overrides,

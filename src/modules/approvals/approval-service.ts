@@ -8,6 +8,7 @@ import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, Dec
 import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
 import { ENQUEUE_HINT_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics } from '../../lib/metrics.js';
 import { withTimeout } from '../../lib/time.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
@@ -41,6 +42,7 @@ export interface AfterCommit {
   outboxSignal: OutboxSignal;
   jobs: JobQueues;
   logger: Logger;
+  metrics: Metrics;
 }
 
 export type TimeoutOutcome =
@@ -167,8 +169,9 @@ export class ApprovalService {
    * Schedules the expiry of a pending approval and wakes the outbox relay. Failures only delay:
    * the expiry sweeper and the relay's polling cover anything Redis missed.
    */
-  private async announceCreation(orgId: string, { approval }: Creation): Promise<void> {
-    const { jobs, outboxSignal, logger } = this.afterCommit;
+  private async announceCreation(orgId: string, { approval, events }: Creation): Promise<void> {
+    const { jobs, outboxSignal, logger, metrics } = this.afterCommit;
+    metrics.approvalsCreated.inc({ outcome: events.some((event) => event.type === 'approval.orphaned') ? 'orphaned' : approval.status });
     const scheduleExpiry = async (expiresAt: Date) => {
       const delayMs = expiresAt.getTime() - Date.now();
       await withTimeout(
@@ -249,6 +252,7 @@ export class ApprovalService {
         : { kind: 'not_pending' };
     }
 
+    this.afterCommit.metrics.expiryLateness.observe((now.getTime() - approval.expiresAt.getTime()) / 1000);
     await Promise.all([
       this.afterCommit.settlements.publish(id),
       successor && this.announceCreation(orgId, successor),
@@ -318,6 +322,7 @@ export class ApprovalService {
       default:
         throw new DecisionRefusedError(outcome, REFUSALS[outcome](approval, voter));
     }
+    this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
     return toApprovalView(await this.require(store, id));
   }

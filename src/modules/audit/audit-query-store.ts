@@ -17,6 +17,8 @@ export interface AuditEventRow {
 const EXPORTED_COLUMNS = `seq, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
   type, actor, data, prev_hash AS "prevHash", hash`;
 
+const VERIFY_RANGE_TIMEOUT_MS = 10 * 60_000;
+
 /** Renders a value into the statement: a bind parameter, or a literal where none is allowed (COPY). */
 type Bind = (value: string, type: 'uuid' | 'text' | 'timestamptz') => string;
 
@@ -92,6 +94,8 @@ export class AuditQueryStore {
       'audit-verify-range',
       'SELECT checked, broken_at FROM ag_verify_audit_range($1, $2, $3, $4)',
       [this.orgId, first, last, lastHash],
+      // A range of up to a few million events takes seconds, well past the pool's default.
+      { timeoutMs: VERIFY_RANGE_TIMEOUT_MS },
     );
     return { checked: Number(row!.checked), brokenAt: row!.broken_at === null ? null : Number(row!.broken_at) };
   }

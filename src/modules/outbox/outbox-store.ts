@@ -64,6 +64,16 @@ export class OutboxStore {
     }));
   }
 
+  /** How long the oldest domain event not yet relayed has waited, in seconds; 0 when none waits. */
+  async lagSeconds(): Promise<number> {
+    const [row] = await this.sql.query<{ lag: number | null }>(
+      'outbox-lag',
+      'SELECT extract(epoch FROM clock_timestamp() - min(created_at))::float8 AS lag FROM outbox_messages WHERE relayed_at IS NULL',
+      [],
+    );
+    return row?.lag ?? 0;
+  }
+
   /** Gives claimed rows back at once, when handing them to the consumers failed. */
   async release(ids: bigint[]): Promise<void> {
     await this.db.$executeRaw`UPDATE outbox_messages SET claimed_until = NULL WHERE id = ANY (${ids}::bigint[])`;

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../lib/logger.js';
 import { webhookDeliveryJob } from '../../consumers/webhooks/webhook-delivery.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
+import type { Metrics } from '../../lib/metrics.js';
 import type { Actor } from '../audit/audit-events.js';
 import { FAILING_ENDPOINT_DISABLE_AFTER_MS, nextAttemptDelay } from './delivery-schedule.js';
 import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery } from './delivery-store.js';
@@ -29,6 +30,7 @@ export class DeliveryService {
     private readonly store: DeliveryStore,
     private readonly slots: EndpointSlots,
     private readonly jobs: JobQueues,
+    private readonly metrics: Metrics,
     private readonly logger: Logger,
     private readonly options: DeliveryOptions,
   ) {}
@@ -86,6 +88,8 @@ export class DeliveryService {
       actor,
     );
     if (!recorded) return 'skipped';
+    this.metrics.webhookAttempts.inc({ result: resolution.kind });
+    this.metrics.webhookDuration.observe({ result: resolution.kind }, result.durationMs / 1000);
     await this.afterAttempt(target, attempt, resolution);
     return resolution.kind;
   }

@@ -1,0 +1,49 @@
+import { createServer, type Server } from 'node:http';
+import type { RequestHandler } from 'express';
+import type { Metrics } from '../lib/metrics.js';
+import { secretsEqual } from '../lib/secret-tokens.js';
+
+/** Counts every answered request by its route template (not its URL: ids would explode the series). */
+export function recordRequests(metrics: Metrics): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const route = req.route ? `${req.baseUrl}${String((req.route as { path: string }).path)}` : 'unmatched';
+      const labels = { route, method: req.method, status: String(res.statusCode) };
+      metrics.httpRequests.inc(labels);
+      metrics.httpDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    next();
+  };
+}
+
+/** Whether a request carries `authorization: Bearer <METRICS_TOKEN>`, compared in constant time. */
+function authorized(header: string | undefined, token: string): boolean {
+  const presented = /^Bearer +(\S+) *$/i.exec(header ?? '')?.[1];
+  return presented !== undefined && secretsEqual(presented, token);
+}
+
+/** GET /metrics in Prometheus text format, behind its bearer token. */
+export function metricsHandler(metrics: Metrics, token: string): RequestHandler {
+  return async (req, res) => {
+    if (!authorized(req.headers.authorization, token)) {
+      res.status(401).set('www-authenticate', 'Bearer').type('text/plain').send('A valid METRICS_TOKEN is required.');
+      return;
+    }
+    res.type(metrics.contentType).send(await metrics.exposition());
+  };
+}
+
+/** A worker's own small HTTP server for its /metrics (it has no API server to mount them on). */
+export async function serveMetrics(metrics: Metrics, token: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') return res.writeHead(404).end();
+    if (!authorized(req.headers.authorization, token)) return res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
+    metrics.exposition().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, resolve));
+  return server;
+}
