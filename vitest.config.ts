@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
+    globalSetup: ['test/support/global-setup.ts', 'test/support/console-build.ts'],
     // Each file gets its own database (a clone of a migrated template) and Redis prefix,
     // so files run in parallel without seeing each other.
     fileParallelism: true,

@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
 import { validate } from './lib/validation.js';
@@ -7,6 +9,17 @@ import { validate } from './lib/validation.js';
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
 const positiveInt = z.coerce.number().int().positive();
+
+/** This package's directory, whether the code runs from src/ (tsx) or from dist/src/ (compiled). */
+function packageRoot(): string {
+  let directory = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(directory, 'package.json'))) {
+    const parent = path.dirname(directory);
+    if (parent === directory) return process.cwd();
+    directory = parent;
+  }
+  return directory;
+}
 
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -87,6 +100,11 @@ const environmentSchema = z.object({
   ADMIN_PASSWORD: z.string().min(1).optional(),
   /** Where bulk audit exports are written by workers and read by web processes: a directory all of them share. */
   EXPORT_DIR: z.string().min(1).default(path.join(tmpdir(), 'approval-gate-audit-exports')),
+  /** The built reviewer console that `web` serves at /console (`npm run build` writes dist/console). */
+  CONSOLE_DIR: z
+    .string()
+    .min(1)
+    .default(path.join(packageRoot(), 'dist', 'console')),
   /** Ed25519 private key (PKCS#8 PEM or its base64 DER) that signs audit checkpoints (C14); none: no checkpoints. */
   AUDIT_SIGNING_KEY: z
     .string()

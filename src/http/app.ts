@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
+import { mountConsole } from './console-assets.js';
 import { metricsHandler, recordRequests } from './metrics-endpoint.js';
 import { mountDecisionLinks } from './links/link-routes.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -73,6 +74,7 @@ export function createApp(services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
+  mountConsole(app, services.config.CONSOLE_DIR);
 
   mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
   mountSlackInteractions(app, new SlackInteractions(services));

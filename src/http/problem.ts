@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { z } from 'zod';
 import { isDatabaseUnavailable } from '../data/database-errors.js';
 import {
   AppError,
@@ -10,17 +9,6 @@ import {
   type ErrorCode,
   type FieldError,
 } from '../lib/errors.js';
-
-export const problemSchema = z
-  .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
-    code: z.string(),
-    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-  })
-  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
 
 export function problemType(code: ErrorCode): string {
   return `urn:approval-gate:problem:${code}`;

@@ -10,7 +10,7 @@ import {
   auditPageSchema,
   auditQuerySchema,
 } from '../../modules/audit/audit-schemas.js';
-import { problemSchema } from '../problem.js';
+import { problemSchema } from '../problem-schema.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 

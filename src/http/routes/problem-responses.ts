@@ -1,4 +1,4 @@
-import { problemSchema } from '../problem.js';
+import { problemSchema } from '../problem-schema.js';
 import type { ResponseSpec } from '../route.js';
 
 const descriptions: Record<number, string> = {

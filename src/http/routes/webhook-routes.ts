@@ -11,7 +11,7 @@ import {
   webhookUpdateSchema,
 } from '../../modules/webhooks/webhook-schemas.js';
 import type { WebhookService } from '../../modules/webhooks/webhook-service.js';
-import { problemSchema } from '../problem.js';
+import { problemSchema } from '../problem-schema.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 

@@ -1,0 +1,202 @@
+import type {
+  ApiKeyCreated,
+  ApiKeyCreateInput,
+  ApiKeyList,
+  ApprovalCreateInput,
+  ApprovalList,
+  ApprovalListQuery,
+  ApprovalView,
+  AuditExportInput,
+  AuditExportView,
+  AuditPage,
+  AuditQuery,
+  DecisionInput,
+  InviteAcceptInput,
+  MemberCreated,
+  MemberCreateInput,
+  MemberList,
+  MemberSelfUpdateInput,
+  MemberUpdateInput,
+  MemberView,
+  PolicyDocumentInput,
+  PolicyEvaluation,
+  PolicyEvaluationInput,
+  PolicyList,
+  PolicyView,
+  Problem,
+  SessionView,
+  SignInInput,
+  WebhookCreateInput,
+  WebhookDeliveryList,
+  WebhookDeliveryView,
+  WebhookEndpointList,
+  WebhookEndpointView,
+  WebhookEndpointWithSecret,
+  WebhookUpdateInput,
+} from './api-types.js';
+
+/** A problem+json answer (RFC 9457), or a failure that never reached the API. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+
+  constructor(
+    readonly status: number,
+    readonly problem: Problem,
+    /** Seconds from `retry-after`, on 429. */
+    readonly retryAfterSeconds: number | null = null,
+  ) {
+    super(problem.detail);
+  }
+
+  get code(): string {
+    return this.problem.code;
+  }
+
+  /** The message of the validation error naming `path` (`password`, `rules.2.when`), if there is one. */
+  fieldError(path: string): string | undefined {
+    return this.problem.errors?.find((error) => error.path === path)?.message;
+  }
+}
+
+export interface ApiClientOptions {
+  /** Where the API is served; the empty default is the page's own origin. */
+  baseUrl?: string;
+  /** An API key, sent as a bearer token. Without one, the browser's session cookie authenticates. */
+  apiKey?: string;
+  fetch?: typeof fetch;
+}
+
+type QueryValues = Record<string, string | number | boolean | undefined>;
+
+interface RequestOptions {
+  body?: unknown;
+  query?: QueryValues;
+}
+
+const segment = encodeURIComponent;
+
+/**
+ * A typed client of the /v1 API. With a session it keeps the CSRF token that sign-in (or reading
+ * the session) returned, and sends it on every write, as contract C9 requires.
+ */
+export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globalThis.fetch.bind(globalThis) }: ApiClientOptions = {}) {
+  let csrfToken: string | null = null;
+
+  const url = (path: string, query: QueryValues = {}): string => {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, String(value));
+    const search = params.toString();
+    return `${baseUrl}${path}${search ? `?${search}` : ''}`;
+  };
+
+  async function request<T>(method: string, path: string, { body, query }: RequestOptions = {}): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    else if (csrfToken && method !== 'GET') headers['x-csrf-token'] = csrfToken;
+    const response = await fetchImpl(url(path, query), {
+      method,
+      headers,
+      credentials: 'same-origin',
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    if (!response.ok) throw await toApiError(response);
+    if (response.status === 204) return undefined as T;
+    return (await response.json()) as T;
+  }
+
+  const remember = (session: SessionView): SessionView => {
+    csrfToken = session.csrfToken;
+    return session;
+  };
+
+  return {
+    /** An absolute URL of the API, for links the browser follows itself (downloads, event streams). */
+    url,
+
+    session: {
+      signIn: async (input: SignInInput) => remember(await request<SessionView>('POST', '/v1/session', { body: input })),
+      current: async () => remember(await request<SessionView>('GET', '/v1/session')),
+      signOut: async () => {
+        await request<void>('DELETE', '/v1/session');
+        csrfToken = null;
+      },
+    },
+    invites: {
+      accept: async (input: InviteAcceptInput) => remember(await request<SessionView>('POST', '/v1/invites/accept', { body: input })),
+    },
+    approvals: {
+      list: (query: ApprovalListQuery = {}) => request<ApprovalList>('GET', '/v1/approvals', { query }),
+      get: (id: string, options: { wait?: number } = {}) =>
+        request<ApprovalView>('GET', `/v1/approvals/${segment(id)}`, { query: { wait: options.wait } }),
+      create: (input: ApprovalCreateInput) => request<ApprovalView>('POST', '/v1/approvals', { body: input }),
+      decide: (id: string, decision: DecisionInput) =>
+        request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/decision`, { body: decision }),
+    },
+    audit: {
+      page: (query: Omit<AuditQuery, 'format'> = {}) => request<AuditPage>('GET', '/v1/audit', { query }),
+      createExport: (filters: AuditExportInput = {}) => request<AuditExportView>('POST', '/v1/audit/exports', { body: filters }),
+      getExport: (id: string) => request<AuditExportView>('GET', `/v1/audit/exports/${segment(id)}`),
+    },
+    policies: {
+      list: () => request<PolicyList>('GET', '/v1/policies'),
+      get: (key: string) => request<PolicyView>('GET', `/v1/policies/${segment(key)}`),
+      put: (key: string, document: PolicyDocumentInput) => request<PolicyView>('PUT', `/v1/policies/${segment(key)}`, { body: document }),
+      delete: (key: string) => request<void>('DELETE', `/v1/policies/${segment(key)}`),
+      /** What the stored policy, or the draft in `input.policy`, would decide for a request; nothing is created. */
+      evaluate: (key: string, input: PolicyEvaluationInput) =>
+        request<PolicyEvaluation>('POST', `/v1/policies/${segment(key)}/evaluate`, { body: input }),
+    },
+    webhooks: {
+      list: () => request<WebhookEndpointList>('GET', '/v1/webhooks'),
+      get: (id: string) => request<WebhookEndpointView>('GET', `/v1/webhooks/${segment(id)}`),
+      create: (input: WebhookCreateInput) => request<WebhookEndpointWithSecret>('POST', '/v1/webhooks', { body: input }),
+      update: (id: string, patch: WebhookUpdateInput) =>
+        request<WebhookEndpointView>('PATCH', `/v1/webhooks/${segment(id)}`, { body: patch }),
+      delete: (id: string) => request<void>('DELETE', `/v1/webhooks/${segment(id)}`),
+      rotateSecret: (id: string) => request<WebhookEndpointWithSecret>('POST', `/v1/webhooks/${segment(id)}/rotate-secret`),
+      deliveries: (id: string, query: { limit?: number } = {}) =>
+        request<WebhookDeliveryList>('GET', `/v1/webhooks/${segment(id)}/deliveries`, { query }),
+      redeliver: (id: string, deliveryId: string) =>
+        request<WebhookDeliveryView>('POST', `/v1/webhooks/${segment(id)}/deliveries/${segment(deliveryId)}/redeliver`),
+    },
+    keys: {
+      list: () => request<ApiKeyList>('GET', '/v1/keys'),
+      create: (input: ApiKeyCreateInput) => request<ApiKeyCreated>('POST', '/v1/keys', { body: input }),
+      revoke: (id: string) => request<void>('DELETE', `/v1/keys/${segment(id)}`),
+    },
+    members: {
+      list: () => request<MemberList>('GET', '/v1/members'),
+      create: (input: MemberCreateInput) => request<MemberCreated>('POST', '/v1/members', { body: input }),
+      update: (id: string, patch: MemberUpdateInput) => request<MemberView>('PATCH', `/v1/members/${segment(id)}`, { body: patch }),
+      remove: (id: string) => request<void>('DELETE', `/v1/members/${segment(id)}`),
+      updateSelf: (patch: MemberSelfUpdateInput) => request<MemberView>('PATCH', '/v1/members/me', { body: patch }),
+    },
+  };
+}
+
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+async function toApiError(response: Response): Promise<ApiError> {
+  const retryAfter = Number(response.headers.get('retry-after'));
+  const retryAfterSeconds = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null;
+  const text = await response.text();
+  if ((response.headers.get('content-type') ?? '').includes('json')) {
+    try {
+      return new ApiError(response.status, JSON.parse(text) as Problem, retryAfterSeconds);
+    } catch {
+      // Not the API's problem document after all: described below from the status alone.
+    }
+  }
+  return new ApiError(
+    response.status,
+    {
+      type: 'about:blank',
+      title: response.statusText || `HTTP ${response.status}`,
+      status: response.status,
+      detail: `The server answered ${response.status} ${response.statusText} without a problem document.`,
+      code: 'internal',
+    },
+    retryAfterSeconds,
+  );
+}

@@ -1,0 +1,71 @@
+/**
+ * The API's request and response shapes, inferred from the zod schemas the server validates with,
+ * so the client cannot drift from the routes. Type-only imports: nothing of the server reaches a
+ * bundle that uses this client.
+ */
+import type { z } from 'zod';
+import type * as approvals from '../modules/approvals/approval-schemas.js';
+import type * as audit from '../modules/audit/audit-schemas.js';
+import type * as members from '../modules/members/member-schemas.js';
+import type * as keys from '../modules/orgs/key-schemas.js';
+import type * as policies from '../modules/policies/policy-schemas.js';
+import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
+import type { problemSchema } from '../http/problem-schema.js';
+
+export type { ApprovalFeedEvent } from '../modules/approvals/approval-feed.js';
+export type { AuditEventType, WebhookEventType } from '../modules/audit/audit-events.js';
+export type { DecisionChannel } from '../modules/policies/policy-schemas.js';
+export type { MemberRole, Scope } from '../modules/orgs/tenant.js';
+
+/** What a request sends: the schema's input (defaults optional, query values as strings). */
+type In<S extends z.ZodType> = z.input<S>;
+/** What a response holds: the schema's output. */
+type Out<S extends z.ZodType> = z.output<S>;
+
+export type Problem = Out<typeof problemSchema>;
+
+export type ApprovalView = Out<typeof approvals.approvalViewSchema>;
+export type ApprovalStatus = approvals.ApprovalStatus;
+export type ApprovalList = Out<typeof approvals.approvalListSchema>;
+export type ApprovalListQuery = In<typeof approvals.approvalListQuerySchema>;
+export type ApprovalCreateInput = In<typeof approvals.approvalCreateSchema>;
+export type DecisionInput = In<typeof approvals.decisionSchema>;
+export type Decider = Out<typeof approvals.deciderSchema>;
+export type Vote = Out<typeof approvals.voteSchema>;
+
+export type AuditQuery = In<typeof audit.auditQuerySchema>;
+export type AuditPage = Out<typeof audit.auditPageSchema>;
+export type AuditEventView = Out<typeof audit.auditEventViewSchema>;
+export type AuditVerification = Out<typeof audit.verificationSchema>;
+export type AuditExportInput = In<typeof audit.auditExportCreateSchema>;
+export type AuditExportView = Out<typeof audit.auditExportViewSchema>;
+
+export type MemberView = Out<typeof members.memberViewSchema>;
+export type MemberList = Out<typeof members.memberListSchema>;
+export type MemberCreateInput = In<typeof members.memberCreateSchema>;
+export type MemberCreated = Out<typeof members.memberCreatedSchema>;
+export type MemberUpdateInput = In<typeof members.memberUpdateSchema>;
+export type MemberSelfUpdateInput = In<typeof members.memberSelfUpdateSchema>;
+export type SignInInput = In<typeof members.signInSchema>;
+export type InviteAcceptInput = In<typeof members.inviteAcceptSchema>;
+export type SessionView = Out<typeof members.sessionViewSchema>;
+
+export type PolicyDocumentInput = In<typeof policies.policyDocumentSchema>;
+export type PolicyRule = Out<typeof policies.policyRuleSchema>;
+export type PolicyView = Out<typeof policies.policyViewSchema>;
+export type PolicyList = Out<typeof policies.policyListSchema>;
+export type PolicyEvaluationInput = In<typeof policies.policyEvaluationInputSchema>;
+export type PolicyEvaluation = Out<typeof policies.policyEvaluationSchema>;
+
+export type ApiKeyView = Out<typeof keys.apiKeyViewSchema>;
+export type ApiKeyList = Out<typeof keys.apiKeyListSchema>;
+export type ApiKeyCreateInput = In<typeof keys.apiKeyCreateSchema>;
+export type ApiKeyCreated = Out<typeof keys.apiKeyCreatedSchema>;
+
+export type WebhookCreateInput = In<typeof webhooks.webhookCreateSchema>;
+export type WebhookUpdateInput = In<typeof webhooks.webhookUpdateSchema>;
+export type WebhookEndpointView = Out<typeof webhooks.webhookEndpointViewSchema>;
+export type WebhookEndpointWithSecret = Out<typeof webhooks.webhookEndpointWithSecretSchema>;
+export type WebhookEndpointList = Out<typeof webhooks.webhookEndpointListSchema>;
+export type WebhookDeliveryView = Out<typeof webhooks.webhookDeliveryViewSchema>;
+export type WebhookDeliveryList = Out<typeof webhooks.webhookDeliveryListSchema>;

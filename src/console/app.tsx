@@ -1,0 +1,85 @@
+import { lazy, Suspense, type ComponentType } from 'react';
+import { Navigate, Outlet, Route, Routes, useLocation } from 'react-router';
+import { Layout } from './components/layout';
+import { ApprovalEventsProvider } from './hooks/approval-events';
+import { SessionProvider, useSession } from './hooks/session';
+import { InboxPage } from './pages/inbox-page';
+import { SignInPage, type SignInState } from './pages/sign-in-page';
+
+/**
+ * Pages other than the inbox and sign-in load when first opened, so the first screen a reviewer
+ * sees waits for as little JavaScript as possible.
+ */
+function page<M>(load: () => Promise<M>, name: keyof M) {
+  return lazy(async () => ({ default: (await load())[name] as ComponentType }));
+}
+const ApprovalPage = page(() => import('./pages/approval-page'), 'ApprovalPage');
+const AuditPage = page(() => import('./pages/audit-page'), 'AuditPage');
+const HistoryPage = page(() => import('./pages/history-page'), 'HistoryPage');
+const InvitePage = page(() => import('./pages/invite-page'), 'InvitePage');
+const KeysPage = page(() => import('./pages/keys-page'), 'KeysPage');
+const MembersPage = page(() => import('./pages/members-page'), 'MembersPage');
+const PoliciesPage = page(() => import('./pages/policies-page'), 'PoliciesPage');
+const PolicyEditorPage = page(() => import('./pages/policy-editor-page'), 'PolicyEditorPage');
+const SettingsPage = page(() => import('./pages/settings-page'), 'SettingsPage');
+const WebhookPage = page(() => import('./pages/webhook-page'), 'WebhookPage');
+const WebhooksPage = page(() => import('./pages/webhooks-page'), 'WebhooksPage');
+
+/** Pages behind sign-in: a visitor without a session is sent to sign in, and back here after. */
+function RequireSession() {
+  const { state } = useSession();
+  const location = useLocation();
+  if (state.status === 'loading') return <p role="status">Loading…</p>;
+  if (state.status === 'signed-out') {
+    const from: SignInState = { from: `${location.pathname}${location.search}` };
+    return <Navigate to="/sign-in" replace state={from} />;
+  }
+  return (
+    <ApprovalEventsProvider>
+      <Outlet />
+    </ApprovalEventsProvider>
+  );
+}
+
+function NotFoundPage() {
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>There is no page at this address.</p>
+    </section>
+  );
+}
+
+export function App() {
+  return (
+    <SessionProvider>
+      <Routes>
+        <Route path="sign-in" element={<SignInPage />} />
+        <Route
+          path="invite/:token"
+          element={
+            <Suspense fallback={<p role="status">Loading…</p>}>
+              <InvitePage />
+            </Suspense>
+          }
+        />
+        <Route element={<RequireSession />}>
+          <Route element={<Layout />}>
+            <Route index element={<InboxPage />} />
+            <Route path="approvals/:id" element={<ApprovalPage />} />
+            <Route path="history" element={<HistoryPage />} />
+            <Route path="audit" element={<AuditPage />} />
+            <Route path="policies" element={<PoliciesPage />} />
+            <Route path="policies/:key" element={<PolicyEditorPage />} />
+            <Route path="webhooks" element={<WebhooksPage />} />
+            <Route path="webhooks/:id" element={<WebhookPage />} />
+            <Route path="keys" element={<KeysPage />} />
+            <Route path="members" element={<MembersPage />} />
+            <Route path="settings" element={<SettingsPage />} />
+            <Route path="*" element={<NotFoundPage />} />
+          </Route>
+        </Route>
+      </Routes>
+    </SessionProvider>
+  );
+}

@@ -1,0 +1,41 @@
+import { useState } from 'react';
+import type { ApprovalView } from '../../client/api-types';
+import { api } from '../api';
+import { useAction } from '../hooks/use-resource';
+import { PayloadEditor } from './payload-editor';
+import { ProblemMessage } from './problem-message';
+import { RejectDialog } from './reject-dialog';
+
+/** Approve, reject with feedback, or approve an edited payload. Shown only to members who may decide. */
+export function DecisionPanel({ approval, onDecided }: { approval: ApprovalView; onDecided(decided: ApprovalView): void }) {
+  const [mode, setMode] = useState<'choose' | 'rejecting' | 'editing'>('choose');
+  const approve = useAction(async () => onDecided(await api.approvals.decide(approval.id, { verdict: 'approved' })));
+
+  return (
+    <section className="panel" aria-labelledby="decide-title">
+      <h2 id="decide-title">Decide</h2>
+      {mode === 'editing' ? (
+        <PayloadEditor approval={approval} onDecided={onDecided} onCancel={() => setMode('choose')} />
+      ) : (
+        <>
+          <ProblemMessage error={approve.error} />
+          <div className="actions">
+            <button type="button" className="primary" disabled={approve.pending} onClick={() => void approve.run()}>
+              Approve
+            </button>
+            <button type="button" className="danger" onClick={() => setMode('rejecting')}>
+              Reject…
+            </button>
+            {/* An edited payload needs one approver to settle it: the API refuses edits under a quorum above 1. */}
+            {approval.quorum === 1 && (
+              <button type="button" onClick={() => setMode('editing')}>
+                Edit payload and approve…
+              </button>
+            )}
+          </div>
+        </>
+      )}
+      {mode === 'rejecting' && <RejectDialog approval={approval} onDecided={onDecided} onClose={() => setMode('choose')} />}
+    </section>
+  );
+}

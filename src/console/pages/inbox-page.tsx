@@ -1,0 +1,222 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { ApiError } from '../../client/api-client';
+import type { ApprovalListQuery, ApprovalView } from '../../client/api-types';
+import { api } from '../api';
+import { errorText, ProblemMessage } from '../components/problem-message';
+import { RejectDialog } from '../components/reject-dialog';
+import { TimeLeft } from '../components/time-left';
+import { useApprovalEvents } from '../hooks/approval-events';
+import { useErrorReporter, useMember } from '../hooks/session';
+import { formatTime } from '../lib/format';
+import { withFreshHead } from '../lib/approval-order';
+
+/**
+ * What the inbox lists: the pending requests this member may decide and has not voted on yet
+ * (the API's `decidable` filter applies the policies' reviewers, channels and self-approval
+ * rules). A member who decides nothing (a viewer) sees every pending request, read-only. The
+ * first page, the live refresh and "load more" all follow this query.
+ */
+function inboxQuery(canDecide: boolean): ApprovalListQuery {
+  return canDecide ? { status: 'pending', decidable: 'true' } : { status: 'pending' };
+}
+
+/** Live events arriving in a burst cost one refresh of the first page. */
+const REFRESH_DEBOUNCE_MS = 150;
+
+const shortId = (approval: ApprovalView) => approval.id.slice(0, 8);
+
+export function InboxPage() {
+  const { can } = useMember();
+  const canDecide = can('approvals:decide');
+  const query = inboxQuery(canDecide);
+  const navigate = useNavigate();
+  const report = useErrorReporter();
+  const [items, setItems] = useState<ApprovalView[]>([]);
+  const [nextCursor, setNextCursor] = useState<string | null>(null);
+  const [loaded, setLoaded] = useState(false);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [selected, setSelected] = useState(0);
+  const [rejecting, setRejecting] = useState<ApprovalView | null>(null);
+  const [notice, setNotice] = useState<{ text: string; alert: boolean } | null>(null);
+  const rowLinks = useRef(new Map<string, HTMLAnchorElement>());
+  const latestRefresh = useRef(0);
+  const refreshTimer = useRef<number | undefined>(undefined);
+
+  /** Reads the first page again; `keepOlder` keeps the rows loaded below it ("load more"). */
+  const refreshHead = useCallback(
+    async (keepOlder: boolean) => {
+      const ticket = ++latestRefresh.current;
+      try {
+        const page = await api.approvals.list(query);
+        if (ticket !== latestRefresh.current) return;
+        setItems((current) => (keepOlder ? withFreshHead(page.approvals, page.nextCursor !== null, current) : page.approvals));
+        // Kept rows end where the old cursor points (null: nothing older was left to load).
+        setNextCursor((current) => (keepOlder && page.nextCursor !== null ? current : page.nextCursor));
+        setLoaded(true);
+        setLoadError(null);
+      } catch (error) {
+        report(error);
+        setLoadError(error);
+      }
+    },
+    // The query follows the member's role, which a session keeps.
+    [report, canDecide],
+  );
+
+  useEffect(() => {
+    void refreshHead(false);
+    return () => window.clearTimeout(refreshTimer.current);
+  }, [refreshHead]);
+
+  const streamState = useApprovalEvents({
+    onEvent: (event) => {
+      if (event.status !== 'pending') setItems((current) => current.filter((approval) => approval.id !== event.approvalId));
+      window.clearTimeout(refreshTimer.current);
+      refreshTimer.current = window.setTimeout(() => void refreshHead(true), REFRESH_DEBOUNCE_MS);
+    },
+    onResync: () => void refreshHead(false),
+  });
+
+  const current = items[Math.min(selected, items.length - 1)];
+  useEffect(() => {
+    if (selected >= items.length && items.length > 0) setSelected(items.length - 1);
+  }, [items.length, selected]);
+
+  const removeDecided = (decided: ApprovalView, verb: string) => {
+    setItems((list) => list.filter((approval) => approval.id !== decided.id));
+    const outcome =
+      decided.status === 'pending' ? `your vote is recorded; it needs ${decided.quorum} approving votes in all` : `now ${decided.status}`;
+    setNotice({ text: `${verb} ${decided.action} (${shortId(decided)}): ${outcome}.`, alert: false });
+  };
+
+  const approve = async (approval: ApprovalView) => {
+    try {
+      removeDecided(await api.approvals.decide(approval.id, { verdict: 'approved' }), 'Approved');
+    } catch (error) {
+      report(error);
+      setNotice({ text: `Could not approve ${approval.action} (${shortId(approval)}): ${errorText(error)}`, alert: true });
+      if (error instanceof ApiError && error.status === 409) void refreshHead(true);
+    }
+  };
+
+  const loadMore = async () => {
+    if (!nextCursor) return;
+    try {
+      const page = await api.approvals.list({ ...query, cursor: nextCursor });
+      setItems((list) => [...list, ...page.approvals.filter((approval) => !list.some((known) => known.id === approval.id))]);
+      setNextCursor(page.nextCursor);
+    } catch (error) {
+      report(error);
+      setLoadError(error);
+    }
+  };
+
+  const select = (index: number) => {
+    if (items.length === 0) return;
+    const next = Math.max(0, Math.min(items.length - 1, index));
+    setSelected(next);
+    rowLinks.current.get(items[next]!.id)?.focus();
+  };
+
+  // j/k/a/r/enter triage, unless the reviewer is typing or a dialog is open.
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || rejecting) return;
+      const target = event.target as HTMLElement;
+      if (target.closest('input, textarea, select, dialog, [contenteditable="true"]')) return;
+      const position = Math.min(selected, items.length - 1);
+      if (event.key === 'j') select(position + 1);
+      else if (event.key === 'k') select(position - 1);
+      else if (event.key === 'a' && current && canDecide) void approve(current);
+      else if (event.key === 'r' && current && canDecide) setRejecting(current);
+      else if (event.key === 'Enter' && current && !target.closest('a, button')) navigate(`/approvals/${current.id}`);
+      else return;
+      event.preventDefault();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  });
+
+  return (
+    <section aria-labelledby="inbox-title">
+      <div className="page-head">
+        <h1 id="inbox-title">Inbox</h1>
+        <span className={`stream stream-${streamState}`} role="status">
+          {streamState === 'live' ? 'Live' : streamState === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
+        </span>
+      </div>
+      <p className="hint">
+        {canDecide
+          ? 'Requests waiting for your decision, newest first. Keys: j / k move, a approves, r rejects, Enter opens.'
+          : 'Every pending request, newest first. Your role reads them but does not decide. Keys: j / k move, Enter opens.'}
+      </p>
+      {notice && (
+        <p className={notice.alert ? 'problem' : 'notice'} role={notice.alert ? 'alert' : 'status'}>
+          {notice.text}
+        </p>
+      )}
+      <ProblemMessage error={loadError} />
+      {loaded && items.length === 0 && <p className="empty">Nothing waits for {canDecide ? 'your' : 'a'} decision.</p>}
+      <ol className="rows" aria-label="Pending approvals">
+        {items.map((approval, index) => (
+          <li
+            key={approval.id}
+            className={index === selected ? 'row selected' : 'row'}
+            aria-current={index === selected ? 'true' : undefined}
+            onClick={() => setSelected(index)}
+          >
+            <div className="row-main">
+              <Link
+                to={`/approvals/${approval.id}`}
+                ref={(link) => {
+                  if (link) rowLinks.current.set(approval.id, link);
+                  else rowLinks.current.delete(approval.id);
+                }}
+                onFocus={() => setSelected(index)}
+              >
+                {approval.action}
+              </Link>
+              <span className="meta">
+                {approval.agent ?? 'no agent'} · policy {approval.policyKey} · {formatTime(approval.createdAt)}
+              </span>
+            </div>
+            <span className="row-time">
+              <TimeLeft expiresAt={approval.expiresAt} />
+            </span>
+            {canDecide && (
+              <span className="row-actions">
+                <button type="button" aria-label={`Approve ${approval.action} ${shortId(approval)}`} onClick={() => void approve(approval)}>
+                  Approve
+                </button>
+                <button
+                  type="button"
+                  className="danger"
+                  aria-label={`Reject ${approval.action} ${shortId(approval)}`}
+                  onClick={() => setRejecting(approval)}
+                >
+                  Reject
+                </button>
+              </span>
+            )}
+          </li>
+        ))}
+      </ol>
+      {nextCursor && (
+        <button type="button" onClick={() => void loadMore()}>
+          Load more
+        </button>
+      )}
+      {rejecting && (
+        <RejectDialog
+          approval={rejecting}
+          onClose={() => setRejecting(null)}
+          onDecided={(decided) => {
+            setRejecting(null);
+            removeDecided(decided, 'Rejected');
+          }}
+        />
+      )}
+    </section>
+  );
+}

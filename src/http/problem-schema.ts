@@ -1,0 +1,13 @@
+import { z } from 'zod';
+
+/** The RFC 9457 problem document of every error (contract C1); without Express, so API clients can share it. */
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
