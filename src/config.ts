@@ -32,6 +32,8 @@ const environmentSchema = z.object({
   /** Waiting for a database connection, and for a statement's answer: past these, 503 instead of a hanging request. */
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(2_000),
   DATABASE_QUERY_TIMEOUT_MS: positiveInt.default(4_000),
+  /** How often an event stream (GET /v1/approvals/events) sends a keep-alive and checks its credential again. */
+  EVENT_STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   /** Group commit of creations and votes: the most one statement takes, and how many run at once. */
   WRITE_BATCH_MAX: positiveInt.max(1000).default(64),
   WRITE_BATCH_IN_FLIGHT: positiveInt.default(4),

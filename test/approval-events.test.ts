@@ -8,7 +8,7 @@ let org: TestOrg;
 let worker: WorkerRuntime;
 
 beforeAll(async () => {
-  env = await createTestEnv({ OUTBOX_POLL_INTERVAL_MS: '100' });
+  env = await createTestEnv({ OUTBOX_POLL_INTERVAL_MS: '100', EVENT_STREAM_HEARTBEAT_MS: '200' });
   org = await env.createOrg();
   await org.request('put', '/v1/policies/review').send({}).expect(200);
   worker = await startWorkerRuntime(env.services, ['outbox-relay']);
@@ -56,6 +56,8 @@ async function openStream(baseUrl: string, headers: Record<string, string>) {
   return {
     response,
     messages,
+    /** Settles when the server ends the stream. */
+    ended: reading,
     waitFor: async (predicate: (messages: StreamedEvent[]) => boolean, timeoutMs = 5000) => {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(messages)) {
@@ -132,6 +134,18 @@ describe('GET /v1/approvals/events', () => {
     } finally {
       await stream.close();
     }
+  });
+
+  it('ends a stream whose session ends or whose key is revoked, at its next heartbeat', async () => {
+    const member = await createMember(env, org, 'reviewer');
+    const signedIn = await env.http.post('/v1/session').send({ email: member.email, password: member.password }).expect(200);
+    const cookie = (signedIn.headers['set-cookie'] as unknown as string[])[0]!.split(';')[0]!;
+    const bySession = await openStream(env.baseUrl, { cookie });
+    const key = await env.createKey(org.orgId, ['approvals:read']);
+    const byKey = await openStream(env.baseUrl, { authorization: `Bearer ${key.key}` });
+    await org.request('delete', `/v1/members/${member.id}`).expect(204);
+    await env.services.orgs.revokeApiKey(key.id);
+    await Promise.all([bySession.ended, byKey.ended]);
   });
 
   it('works with a console session, and needs approvals:read', async () => {

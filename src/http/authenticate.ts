@@ -48,6 +48,12 @@ function sameSecret(presented: string | string[] | undefined, principal: Tenant[
   return typeof presented === 'string' && principal.type === 'session' && secretsEqual(presented, principal.csrfToken);
 }
 
+/** The caller's credential checked again, for a request that outlives a moment: null once it no longer holds. */
+export function reauthenticate(req: Request, authenticators: Authenticators, tenant: Tenant): Promise<Tenant | null> {
+  if (tenant.principal.type === 'session') return authenticators.session(sessionCookie(req) ?? '');
+  return authenticators.apiKey(BEARER.exec(req.headers.authorization ?? '')?.[1] ?? '');
+}
+
 /** The value of the session cookie, from the Cookie header (no parser needed for one cookie). */
 export function sessionCookie(req: Request): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {

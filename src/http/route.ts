@@ -12,7 +12,7 @@ import {
 } from '../lib/errors.js';
 import { validate } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
-import { authenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
+import { authenticate, reauthenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 
@@ -43,9 +43,6 @@ export type Reply =
   | { status: number; body?: unknown; session?: SessionCookie }
   | { status: number; csv: string | (() => Readable); headers?: Record<string, string> }
   | { status: 200; eventStream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent> };
-
-/** A comment line this often keeps proxies from closing an idle stream. */
-const EVENT_STREAM_HEARTBEAT_MS = 15_000;
 
 export interface ResponseSpec {
   description: string;
@@ -188,7 +185,7 @@ function parseParams(spec: AnyRouteSpec, req: Request): unknown {
   return result.data;
 }
 
-function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
+function handle(spec: AnyRouteSpec, { cookies, authenticators, heartbeatMs }: MountOptions): RequestHandler {
   return async (req, res) => {
     const params = parseParams(spec, req);
     const unreadable = bodyError(req);
@@ -210,7 +207,12 @@ function handle(spec: AnyRouteSpec, cookies: CookieOptions): RequestHandler {
     if (res.writableEnded || abort.signal.aborted) return;
     res.status(reply.status);
     if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
-    if ('eventStream' in reply) return sendEventStream(req, res, reply.eventStream);
+    if ('eventStream' in reply) {
+      // A long-lived stream is authorized again at each heartbeat: a revoked key or an ended
+      // session (sign-out, a removed member) stops it, as it would stop any other request.
+      const stillAuthorized = async () => (await reauthenticate(req, authenticators, tenantOf(res))) !== null;
+      return sendEventStream(req, res, reply.eventStream, { stillAuthorized, abort, heartbeatMs });
+    }
     if (reply.session) setSessionCookie(res, reply.session, cookies);
     if (reply.body === undefined) res.end();
     else res.json(reply.body);
@@ -231,11 +233,18 @@ async function sendEventStream(
   req: Request,
   res: Response,
   stream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent>,
+  { stillAuthorized, abort, heartbeatMs }: { stillAuthorized: () => Promise<boolean>; abort: AbortController; heartbeatMs: number },
 ): Promise<void> {
   res.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   res.write('retry: 2000\n\n');
-  const heartbeat = setInterval(() => res.write(': ping\n\n'), EVENT_STREAM_HEARTBEAT_MS);
+  const heartbeat = setInterval(() => {
+    res.write(': ping\n\n');
+    stillAuthorized().then(
+      (authorized) => authorized || abort.abort(),
+      () => undefined, // the database away: keep the stream, check again at the next beat
+    );
+  }, heartbeatMs);
   try {
     for await (const message of stream(req.get('last-event-id'))) {
       res.write(`${message.id ? `id: ${message.id}\n` : ''}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`);
@@ -246,6 +255,13 @@ async function sendEventStream(
     clearInterval(heartbeat);
     res.end();
   }
+}
+
+export interface MountOptions {
+  authenticators: Authenticators;
+  cookies: CookieOptions;
+  /** How often an event stream sends a comment (keeping proxies from closing it) and checks its credential again. */
+  heartbeatMs: number;
 }
 
 export interface CookieOptions {
@@ -265,11 +281,8 @@ function setSessionCookie(res: Response, session: SessionCookie, { secure }: Coo
  * read the body, the route's 402 precheck, then path, body and query validation (404, 413, 422)
  * and the handler.
  */
-export function mountRoutes(
-  router: Router,
-  specs: readonly AnyRouteSpec[],
-  { authenticators, cookies }: { authenticators: Authenticators; cookies: CookieOptions },
-): void {
+export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], options: MountOptions): void {
+  const { authenticators } = options;
   router.use(holdUndecodablePaths);
   for (const spec of specs) {
     const mode = spec.auth ?? 'credentials';
@@ -278,7 +291,7 @@ export function mountRoutes(
       requireAccess(spec),
       ...(spec.body ? [parseJsonBody] : []),
       ...(spec.precheck ? [precheck(spec)] : []),
-      handle(spec, cookies),
+      handle(spec, options),
     ];
     router[spec.method](spec.path, ...chain);
   }
