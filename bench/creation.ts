@@ -146,6 +146,34 @@ function summarize(runs: Measurement[], ratios: number[] = runs.map(() => 1)) {
   };
 }
 
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
+
+/** The web process's cumulative group-commit histogram of creations: batches per `le` bucket. */
+async function batchSizeBuckets(): Promise<Map<string, number>> {
+  const response = await fetch(`http://${HOST}:${API_PORT}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const buckets = new Map<string, number>();
+  for (const line of (await response.text()).split('\n')) {
+    const match = /^approval_gate_write_batch_size_bucket\{(?=[^}]*operation="create")[^}]*le="([^"]+)"[^}]*\} (\d+)/.exec(line);
+    if (match) buckets.set(match[1]!, Number(match[2]));
+  }
+  return buckets;
+}
+
+/** Batches by size range, and the share of requests that shared their commit, from cumulative bucket counts. */
+function describeBatches(cumulative: Map<string, number>): string {
+  const bounds = [...cumulative.keys()].filter((le) => le !== '+Inf').sort((a, b) => Number(a) - Number(b));
+  let previous = 0;
+  let lower = 1;
+  const parts: string[] = [];
+  for (const le of [...bounds, '+Inf']) {
+    const count = (cumulative.get(le) ?? 0) - previous;
+    previous = cumulative.get(le) ?? 0;
+    if (count > 0) parts.push(`${le === '+Inf' ? `>${lower - 1}` : lower === Number(le) ? le : `${lower}-${le}`}: ${count}`);
+    lower = Number(le) + 1;
+  }
+  return parts.length > 0 ? `${previous} batches; by size ${parts.join(', ')}` : 'no batches';
+}
+
 runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) * 1000, async (cleanup) => {
   log(`${RUNS} run(s); per scenario ${WARMUP_S} s warm-up + ${DURATION_S} s measured, ${CONNECTIONS} connections`);
   cleanup(async () => {
@@ -159,7 +187,7 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
 
   const hello = await startHelloServer(HELLO_PORT);
   cleanup(() => hello.stop());
-  const api = await startWebServer({ port: API_PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX });
+  const api = await startWebServer({ port: API_PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX, env: { METRICS_TOKEN } });
   cleanup(() => api.stop());
   log(`servers up (api pid ${api.pid}, hello pid ${hello.pid}); putting policies`);
   await mapConcurrent(orgs, 10, (org) =>
@@ -175,20 +203,28 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
   ];
 
   const ceilingRuns: Measurement[] = [];
-  const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[] }));
+  const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[], batches: new Map<string, number>() }));
   for (let run = 1; run <= RUNS; run++) {
     log(`--- run ${run}/${RUNS}`);
     const ceiling = await measure(ceilingTarget);
     ceilingRuns.push(ceiling);
     for (const [i, target] of scenarios.entries()) {
+      const before = await batchSizeBuckets();
       const measured = await measure(target);
+      for (const [bucket, count] of await batchSizeBuckets()) {
+        scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
+      }
       scenarioRuns[i]!.runs.push(measured);
       scenarioRuns[i]!.ratios.push(measured.rps / ceiling.rps);
     }
   }
 
   const ceiling = summarize(ceilingRuns);
-  const results = scenarios.map((target, i) => ({ scenario: target.name, ...summarize(scenarioRuns[i]!.runs, scenarioRuns[i]!.ratios) }));
+  const results = scenarios.map((target, i) => ({
+    scenario: target.name,
+    ...summarize(scenarioRuns[i]!.runs, scenarioRuns[i]!.ratios),
+    writeBatches: Object.fromEntries(scenarioRuns[i]!.batches),
+  }));
   const rows = [{ scenario: ceilingTarget.name, ...ceiling }, ...results];
 
   console.log(
@@ -218,6 +254,8 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
     );
   }
   if (troubled.length === 0) console.log('\nNo non-2xx responses, errors or unexpected statuses.');
+  console.log('\nCreations written per commit (group commit), over all runs:');
+  for (const r of results) console.log(`  ${r.scenario}: ${describeBatches(new Map(Object.entries(r.writeBatches)))}`);
 
   console.log(
     JSON.stringify({
