@@ -6,11 +6,11 @@
 //
 // BENCH_WARMUP (default 5 s) runs before every measurement and is not counted. The last line of
 // stdout is the figures as JSON.
-import autocannon from 'autocannon';
 import { mapConcurrent } from './lib/concurrency.js';
 import { formatTable, median, round } from './lib/figures.js';
 import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
 import { putPolicy } from './lib/http.js';
+import { measure, type Measurement, type Target } from './lib/load.js';
 import { startHelloServer, startWebServer } from './lib/processes.js';
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 
@@ -22,36 +22,13 @@ const ORG_COUNT = 100;
 const DATABASE = 'approval_gate_bench';
 const REDIS_PREFIX = 'agbench';
 const API_PORT = 3901;
+const LOAD = { connections: CONNECTIONS, warmupS: WARMUP_S, durationS: DURATION_S };
 const HELLO_PORT = 3902;
 
 const POLICIES = {
   'bench-review': { defaultOutcome: 'review' },
   'bench-allow': { rules: [{ when: 'true', outcome: 'allow' }], defaultOutcome: 'review' },
 } as const;
-
-/** What autocannon sends: one path and body, with the key of one org or rotating over many. */
-interface Target {
-  name: string;
-  port: number;
-  method: 'GET' | 'POST';
-  path: string;
-  body?: string;
-  keys?: string[];
-  /** The 2xx status every response should have. */
-  expectedStatus: number;
-}
-
-interface Measurement {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-  /** 2xx responses with another status than the expected one (e.g. 200 where 201 was due). */
-  unexpected2xx: number;
-  statusCodes: Record<string, number>;
-}
 
 function creationTarget(name: string, policyKey: keyof typeof POLICIES, orgs: BenchOrg[]): Target {
   return {
@@ -63,69 +40,6 @@ function creationTarget(name: string, policyKey: keyof typeof POLICIES, orgs: Be
     keys: orgs.map((org) => org.key),
     expectedStatus: policyKey === 'bench-allow' ? 200 : 201,
   };
-}
-
-function autocannonOptions(target: Target, durationS: number): autocannon.Options {
-  const keys = target.keys ?? [];
-  const headers: Record<string, string> = target.body ? { 'content-type': 'application/json' } : {};
-  if (keys.length === 1) headers.authorization = `Bearer ${keys[0]}`;
-  let next = 0;
-  return {
-    url: `http://${HOST}:${target.port}${target.path}`,
-    method: target.method,
-    body: target.body,
-    headers,
-    connections: CONNECTIONS,
-    duration: durationS,
-    // Several keys: every request, across all connections, takes the next org's key in turn.
-    requests:
-      keys.length > 1
-        ? [
-            {
-              setupRequest: (request) => ({
-                ...request,
-                headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
-              }),
-            },
-          ]
-        : undefined,
-  };
-}
-
-async function runAutocannon(target: Target, durationS: number): Promise<Measurement> {
-  const result = await autocannon(autocannonOptions(target, durationS));
-  const statusCodes = Object.fromEntries(
-    Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, Number(stats.count ?? 0)]),
-  );
-  const unexpected2xx = Object.entries(statusCodes)
-    .filter(([code]) => code.startsWith('2') && Number(code) !== target.expectedStatus)
-    .reduce((sum, [, count]) => sum + count, 0);
-  return {
-    rps: result.requests.average,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    unexpected2xx,
-    statusCodes,
-  };
-}
-
-const problemsOf = (m: Measurement) => m.non2xx + m.errors + m.timeouts + m.unexpected2xx;
-const describeProblems = (m: Measurement) =>
-  `non-2xx ${m.non2xx}, errors ${m.errors}, timeouts ${m.timeouts}, unexpected 2xx ${m.unexpected2xx}, status codes ${JSON.stringify(m.statusCodes)}`;
-
-/** A warm-up (not counted, but its problems are shown), then the measurement. */
-async function measure(target: Target): Promise<Measurement> {
-  const warmup = await runAutocannon(target, WARMUP_S);
-  if (problemsOf(warmup) > 0) log(`!!! ${target.name}: problems during warm-up: ${describeProblems(warmup)}`);
-  const measured = await runAutocannon(target, DURATION_S);
-  log(
-    `${target.name.padEnd(26)} ${round(measured.rps, 0)} req/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms` +
-      (problemsOf(measured) > 0 ? `  !!! ${describeProblems(measured)}` : ''),
-  );
-  return measured;
 }
 
 /** Medians over the runs for the figures, totals for the problems; the ceiling is its own ratio, 1. */
@@ -206,11 +120,11 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
   const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[], batches: new Map<string, number>() }));
   for (let run = 1; run <= RUNS; run++) {
     log(`--- run ${run}/${RUNS}`);
-    const ceiling = await measure(ceilingTarget);
+    const ceiling = await measure(ceilingTarget, LOAD);
     ceilingRuns.push(ceiling);
     for (const [i, target] of scenarios.entries()) {
       const before = await batchSizeBuckets();
-      const measured = await measure(target);
+      const measured = await measure(target, LOAD);
       for (const [bucket, count] of await batchSizeBuckets()) {
         scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
       }

@@ -1,0 +1,99 @@
+// Load from autocannon against one target, measured after a warm-up: what bench:creation and
+// bench:checkpoints drive the API with.
+import autocannon from 'autocannon';
+import { HOST } from './fixtures.js';
+import { log } from './run.js';
+import { round } from './figures.js';
+
+/** What autocannon sends: one path and body, with the key of one org or rotating over many. */
+export interface Target {
+  name: string;
+  port: number;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  keys?: string[];
+  /** The 2xx status every response should have. */
+  expectedStatus: number;
+}
+
+export interface Measurement {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** 2xx responses with another status than the expected one (e.g. 200 where 201 was due). */
+  unexpected2xx: number;
+  statusCodes: Record<string, number>;
+}
+
+export interface LoadSettings {
+  connections: number;
+  warmupS: number;
+  durationS: number;
+}
+
+function autocannonOptions(target: Target, connections: number, durationS: number): autocannon.Options {
+  const keys = target.keys ?? [];
+  const headers: Record<string, string> = target.body ? { 'content-type': 'application/json' } : {};
+  if (keys.length === 1) headers.authorization = `Bearer ${keys[0]}`;
+  let next = 0;
+  return {
+    url: `http://${HOST}:${target.port}${target.path}`,
+    method: target.method,
+    body: target.body,
+    headers,
+    connections,
+    duration: durationS,
+    // Several keys: every request, across all connections, takes the next org's key in turn.
+    requests:
+      keys.length > 1
+        ? [
+            {
+              setupRequest: (request) => ({
+                ...request,
+                headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
+              }),
+            },
+          ]
+        : undefined,
+  };
+}
+
+async function runAutocannon(target: Target, connections: number, durationS: number): Promise<Measurement> {
+  const result = await autocannon(autocannonOptions(target, connections, durationS));
+  const statusCodes = Object.fromEntries(
+    Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, Number(stats.count ?? 0)]),
+  );
+  const unexpected2xx = Object.entries(statusCodes)
+    .filter(([code]) => code.startsWith('2') && Number(code) !== target.expectedStatus)
+    .reduce((sum, [, count]) => sum + count, 0);
+  return {
+    rps: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    unexpected2xx,
+    statusCodes,
+  };
+}
+
+export const problemsOf = (m: Measurement) => m.non2xx + m.errors + m.timeouts + m.unexpected2xx;
+const describeProblems = (m: Measurement) =>
+  `non-2xx ${m.non2xx}, errors ${m.errors}, timeouts ${m.timeouts}, unexpected 2xx ${m.unexpected2xx}, status codes ${JSON.stringify(m.statusCodes)}`;
+
+/** A warm-up (not counted, but its problems are shown), then the measurement. */
+export async function measure(target: Target, settings: LoadSettings): Promise<Measurement> {
+  const warmup = await runAutocannon(target, settings.connections, settings.warmupS);
+  if (problemsOf(warmup) > 0) log(`!!! ${target.name}: problems during warm-up: ${describeProblems(warmup)}`);
+  const measured = await runAutocannon(target, settings.connections, settings.durationS);
+  log(
+    `${target.name.padEnd(26)} ${round(measured.rps, 0)} req/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms` +
+      (problemsOf(measured) > 0 ? `  !!! ${describeProblems(measured)}` : ''),
+  );
+  return measured;
+}
