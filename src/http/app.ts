@@ -3,9 +3,11 @@ import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
-import { mountConsole } from './console-assets.js';
-import { metricsHandler, recordRequests } from './metrics-endpoint.js';
-import { mountDecisionLinks } from './links/link-routes.js';
+import { apiReferenceOperations, mountApiReference } from './api-reference.js';
+import { consoleOperation, mountConsole } from './console-assets.js';
+import { healthOperations, mountHealthChecks } from './health.js';
+import { metricsHandler, metricsOperation, recordRequests } from './metrics-endpoint.js';
+import { decisionLinkOperations, mountDecisionLinks } from './links/link-routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { mountRoutes } from './route.js';
@@ -17,10 +19,13 @@ import { memberRoutes } from './routes/member-routes.js';
 import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
-import { mountSlackInteractions } from './slack-interactions.js';
+import { mountSlackInteractions, slackInteractionOperation } from './slack-interactions.js';
 import { SlackInteractions } from '../modules/slack/slack-interactions.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const API_DESCRIPTION =
+  'An agent asks before it acts; a policy answers at once or a human decides; every outcome is written into a per-organization audit chain and delivered as a signed webhook. The guide, with examples, is in docs/ of the repository.';
 
 /** The API as an Express app, without listening: the server and the tests both start from here. */
 export function createApp(services: Services): Express {
@@ -59,21 +64,19 @@ export function createApp(services: Services): Express {
     ...keyRoutes(services.orgs),
     ...integrationRoutes(services.slack),
   ];
-  const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0' });
+  const { METRICS_TOKEN } = services.config;
+  const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0', description: API_DESCRIPTION }, [
+    ...healthOperations,
+    ...(METRICS_TOKEN ? [metricsOperation] : []),
+    ...apiReferenceOperations,
+    consoleOperation,
+    ...decisionLinkOperations,
+    slackInteractionOperation,
+  ]);
 
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (_req, res) => {
-    const checks = await services.checkReadiness();
-    res
-      .status(checks.postgres && checks.redis ? 200 : 503)
-      .json({ status: checks.postgres && checks.redis ? 'ready' : 'unavailable', checks });
-  });
-  if (services.config.METRICS_TOKEN) app.get('/metrics', metricsHandler(services.metrics, services.config.METRICS_TOKEN));
-  app.get('/openapi.json', (_req, res) => {
-    res.json(openApiDocument);
-  });
+  mountHealthChecks(app, () => services.checkReadiness());
+  if (METRICS_TOKEN) app.get('/metrics', metricsHandler(services.metrics, METRICS_TOKEN));
+  mountApiReference(app, openApiDocument);
   mountConsole(app, services.config.CONSOLE_DIR);
 
   mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);

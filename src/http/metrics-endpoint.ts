@@ -2,6 +2,23 @@ import { createServer, type Server } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Metrics } from '../lib/metrics.js';
 import { secretsEqual } from '../lib/secret-tokens.js';
+import type { DocumentedOperation } from './openapi.js';
+
+/** GET /metrics in the OpenAPI document (served only when METRICS_TOKEN is set). */
+export const metricsOperation: DocumentedOperation = {
+  method: 'get',
+  path: '/metrics',
+  operation: {
+    summary: 'Prometheus metrics of this web process',
+    description: 'Served only when METRICS_TOKEN is set; the bearer token is that value, not an API key.',
+    tags: ['service'],
+    security: [{ bearerAuth: [] }],
+    responses: {
+      200: { description: 'Prometheus text exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      401: { description: 'No or wrong METRICS_TOKEN.', content: { 'text/plain': { schema: { type: 'string' } } } },
+    },
+  },
+};
 
 /** Counts every answered request by its route template (not its URL: ids would explode the series). */
 export function recordRequests(metrics: Metrics): RequestHandler {
