@@ -40,6 +40,8 @@ export interface RequestApprovalOptions {
   wait?: number;
   /** Ends the wait early: the promise rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** Told before each read that waits, with the request as it is then: to report progress. */
+  onWait?: (approval: ApprovalView) => void;
 }
 
 export interface ApprovalGateClient {
@@ -79,7 +81,7 @@ export function createApprovalGateClient({
     listApprovals: (query) => retrying.approvals.list(query),
     decide: (id, decision) => once.approvals.decide(id, decision),
 
-    async requestApproval(input, { wait = 300, signal } = {}) {
+    async requestApproval(input, { wait = 300, signal, onWait } = {}) {
       const deadline = Date.now() + wait * 1000;
       const idempotencyKey = input.idempotencyKey ?? globalThis.crypto.randomUUID();
       let approval = await retrying.approvals.create({ ...input, idempotencyKey }, { signal });
@@ -88,6 +90,7 @@ export function createApprovalGateClient({
         if (approval.status !== 'pending' && successor === undefined) return approval;
         const seconds = Math.min(MAX_WAIT_PER_READ_SECONDS, Math.round((deadline - Date.now()) / 1000));
         if (seconds < 1) return successor === undefined ? approval : await getApproval(successor, { signal });
+        onWait?.(approval);
         approval = await getApproval(successor ?? approval.id, { wait: seconds, signal });
       }
     },
