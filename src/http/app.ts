@@ -1,7 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import express, { type Express } from 'express';
-import { pinoHttp } from 'pino-http';
 import type { Services } from '../services.js';
 import { mountQueueDashboard } from './admin-queues.js';
 import { mountConsole } from './console-assets.js';
@@ -9,6 +7,7 @@ import { metricsHandler, recordRequests } from './metrics-endpoint.js';
 import { mountDecisionLinks } from './links/link-routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
+import { logRequests } from './request-log.js';
 import { mountRoutes } from './route.js';
 import { integrationRoutes } from './routes/integration-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
@@ -21,34 +20,13 @@ import { webhookRoutes } from './routes/webhook-routes.js';
 import { mountSlackInteractions } from './slack-interactions.js';
 import { SlackInteractions } from '../modules/slack/slack-interactions.js';
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /** The API as an Express app, without listening: the server and the tests both start from here. */
 export function createApp(services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(recordRequests(services.metrics));
-
-  app.use(
-    pinoHttp({
-      logger: services.logger,
-      genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-        res.setHeader('x-request-id', id);
-        return id;
-      },
-      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
-      // One short line per request: never its headers (cookies, authorization) nor the response's.
-      serializers: {
-        req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customSuccessMessage: (req, res, responseTime) => `${req.method} ${req.originalUrl} ${res.statusCode} ${Math.round(responseTime)} ms`,
-      customErrorMessage: (req, res, error) => `${req.method} ${req.originalUrl} ${res.statusCode} failed: ${error.message}`,
-    }),
-  );
+  app.use(logRequests(app, services.logger));
 
   const routes = [
     ...approvalRoutes(services.approvals, services.approvalFeed),
