@@ -3,7 +3,7 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install` generates the Prisma client from the schema (postinstall).
+# `npm install` generates the Prisma client from the schema (the `prepare` script).
 COPY prisma ./prisma
 RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json prisma.config.ts ./

@@ -11,7 +11,7 @@ const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => val
 const positiveInt = z.coerce.number().int().positive();
 
 /** This package's directory, whether the code runs from src/ (tsx) or from dist/src/ (compiled). */
-function packageRoot(): string {
+export function packageRoot(): string {
   let directory = path.dirname(fileURLToPath(import.meta.url));
   while (!existsSync(path.join(directory, 'package.json'))) {
     const parent = path.dirname(directory);
@@ -144,8 +144,25 @@ export class ConfigError extends Error {
  * the thrown message, so a misconfigured deploy fails with one readable line per problem.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return parseEnvironment(configSchema, env);
+}
+
+/** The MCP server's environment (`npm run mcp`, `approval-gate-mcp`): which service it asks, with which key. */
+const mcpEnvironmentSchema = z.object({
+  APPROVAL_GATE_URL: z.url({ protocol: /^https?$/ }),
+  /** Needs `approvals:write` and `approvals:read`. */
+  APPROVAL_GATE_API_KEY: z.string().min(1),
+});
+
+export type McpConfig = z.output<typeof mcpEnvironmentSchema>;
+
+export function loadMcpConfig(env: NodeJS.ProcessEnv = process.env): McpConfig {
+  return parseEnvironment(mcpEnvironmentSchema, env);
+}
+
+function parseEnvironment<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.output<S> {
   // An empty variable means unset, as compose files and .env templates write optional ones.
-  const result = validate(configSchema, Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')), 'environment');
+  const result = validate(schema, Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')), 'environment');
   if (!result.success) {
     // Each message names its variable: "PORT must be an integer from 0 to 65535".
     throw new ConfigError(`Invalid environment configuration:\n${result.errors.map((error) => `  ${error.message}`).join('\n')}`);

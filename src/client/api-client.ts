@@ -34,29 +34,9 @@ import type {
   WebhookEndpointWithSecret,
   WebhookUpdateInput,
 } from './api-types.js';
+import { ApiError, toApiError } from './api-error.js';
 
-/** A problem+json answer (RFC 9457), or a failure that never reached the API. */
-export class ApiError extends Error {
-  override name = 'ApiError';
-
-  constructor(
-    readonly status: number,
-    readonly problem: Problem,
-    /** Seconds from `retry-after`, on 429. */
-    readonly retryAfterSeconds: number | null = null,
-  ) {
-    super(problem.detail);
-  }
-
-  get code(): string {
-    return this.problem.code;
-  }
-
-  /** The message of the validation error naming `path` (`password`, `rules.2.when`), if there is one. */
-  fieldError(path: string): string | undefined {
-    return this.problem.errors?.find((error) => error.path === path)?.message;
-  }
-}
+export { ApiError };
 
 export interface ApiClientOptions {
   /** Where the API is served; the empty default is the page's own origin. */
@@ -71,6 +51,7 @@ type QueryValues = Record<string, string | number | boolean | undefined>;
 interface RequestOptions {
   body?: unknown;
   query?: QueryValues;
+  signal?: AbortSignal;
 }
 
 const segment = encodeURIComponent;
@@ -89,7 +70,7 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
     return `${baseUrl}${path}${search ? `?${search}` : ''}`;
   };
 
-  async function request<T>(method: string, path: string, { body, query }: RequestOptions = {}): Promise<T> {
+  async function request<T>(method: string, path: string, { body, query, signal }: RequestOptions = {}): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
@@ -98,6 +79,7 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       method,
       headers,
       credentials: 'same-origin',
+      signal,
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     if (!response.ok) throw await toApiError(response);
@@ -127,9 +109,10 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
     },
     approvals: {
       list: (query: ApprovalListQuery = {}) => request<ApprovalList>('GET', '/v1/approvals', { query }),
-      get: (id: string, options: { wait?: number } = {}) =>
-        request<ApprovalView>('GET', `/v1/approvals/${segment(id)}`, { query: { wait: options.wait } }),
-      create: (input: ApprovalCreateInput) => request<ApprovalView>('POST', '/v1/approvals', { body: input }),
+      get: (id: string, { wait, signal }: { wait?: number; signal?: AbortSignal } = {}) =>
+        request<ApprovalView>('GET', `/v1/approvals/${segment(id)}`, { query: { wait }, signal }),
+      create: (input: ApprovalCreateInput, { signal }: { signal?: AbortSignal } = {}) =>
+        request<ApprovalView>('POST', '/v1/approvals', { body: input, signal }),
       decide: (id: string, decision: DecisionInput) =>
         request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/decision`, { body: decision }),
     },
@@ -176,27 +159,3 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
 }
 
 export type ApiClient = ReturnType<typeof createApiClient>;
-
-async function toApiError(response: Response): Promise<ApiError> {
-  const retryAfter = Number(response.headers.get('retry-after'));
-  const retryAfterSeconds = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : null;
-  const text = await response.text();
-  if ((response.headers.get('content-type') ?? '').includes('json')) {
-    try {
-      return new ApiError(response.status, JSON.parse(text) as Problem, retryAfterSeconds);
-    } catch {
-      // Not the API's problem document after all: described below from the status alone.
-    }
-  }
-  return new ApiError(
-    response.status,
-    {
-      type: 'about:blank',
-      title: response.statusText || `HTTP ${response.status}`,
-      status: response.status,
-      detail: `The server answered ${response.status} ${response.statusText} without a problem document.`,
-      code: 'internal',
-    },
-    retryAfterSeconds,
-  );
-}

@@ -3,35 +3,19 @@
  * so the client cannot drift from the routes. Type-only imports: nothing of the server reaches a
  * bundle that uses this client.
  */
-import type { z } from 'zod';
-import type * as approvals from '../modules/approvals/approval-schemas.js';
+import type { In, Out } from './approval-types.js';
 import type * as audit from '../modules/audit/audit-schemas.js';
 import type * as members from '../modules/members/member-schemas.js';
 import type * as keys from '../modules/orgs/key-schemas.js';
 import type * as policies from '../modules/policies/policy-schemas.js';
 import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
-import type { problemSchema } from '../http/problem-schema.js';
 
 export type { ApprovalFeedEvent } from '../modules/approvals/approval-feed.js';
 export type { AuditEventType, WebhookEventType } from '../modules/audit/audit-events.js';
 export type { DecisionChannel } from '../modules/policies/policy-schemas.js';
 export type { MemberRole, Scope } from '../modules/orgs/tenant.js';
 
-/** What a request sends: the schema's input (defaults optional, query values as strings). */
-type In<S extends z.ZodType> = z.input<S>;
-/** What a response holds: the schema's output. */
-type Out<S extends z.ZodType> = z.output<S>;
-
-export type Problem = Out<typeof problemSchema>;
-
-export type ApprovalView = Out<typeof approvals.approvalViewSchema>;
-export type ApprovalStatus = approvals.ApprovalStatus;
-export type ApprovalList = Out<typeof approvals.approvalListSchema>;
-export type ApprovalListQuery = In<typeof approvals.approvalListQuerySchema>;
-export type ApprovalCreateInput = In<typeof approvals.approvalCreateSchema>;
-export type DecisionInput = In<typeof approvals.decisionSchema>;
-export type Decider = Out<typeof approvals.deciderSchema>;
-export type Vote = Out<typeof approvals.voteSchema>;
+export type * from './approval-types.js';
 
 export type AuditQuery = In<typeof audit.auditQuerySchema>;
 export type AuditPage = Out<typeof audit.auditPageSchema>;

@@ -1,0 +1,98 @@
+/**
+ * `approval-gate/client`: what an agent's code needs to ask before it acts. Built on the console's
+ * typed client (`api-client.ts`), with the retries a long wait needs. Its types are inferred from
+ * the server's zod schemas (`approval-types.ts`), and its declarations reach no further than those.
+ */
+import { createApiClient } from './api-client.js';
+import { retryingFetch, type RetryOptions } from './retrying-fetch.js';
+import type { ApprovalCreateInput, ApprovalList, ApprovalListQuery, ApprovalView, DecisionInput } from './approval-types.js';
+
+export { ApiError } from './api-error.js';
+export type { RetryEvent, RetryOptions } from './retrying-fetch.js';
+export type * from './approval-types.js';
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type VerifyWebhookInput,
+  type WebhookEventBody,
+  type WebhookHeadersLike,
+  type WebhookVerificationFailure,
+} from '../modules/webhooks/verify-webhook.js';
+
+/** The most seconds the API holds one read open (`GET /v1/approvals/:id?wait=`). */
+export const MAX_WAIT_PER_READ_SECONDS = 30;
+
+export interface ApprovalGateClientOptions {
+  /** Where the service is, e.g. `http://localhost:3000`. */
+  baseUrl: string;
+  /** An API key (`ag_…`) with the scopes the calls need: `approvals:write`, `approvals:read`, `approvals:decide`. */
+  apiKey: string;
+  /** How reads and creations are retried through dropped connections, restarts and 503s. */
+  retry?: RetryOptions;
+  fetch?: typeof fetch;
+}
+
+export interface RequestApprovalOptions {
+  /**
+   * Seconds to wait for a decision, in reads of at most 30 s each. Default 300; 0 creates and
+   * returns at once. Past it, the request is returned as it is then: still `pending`.
+   */
+  wait?: number;
+  /** Ends the wait early: the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Told before each read that waits, with the request as it is then: to report progress. */
+  onWait?: (approval: ApprovalView) => void;
+}
+
+export interface ApprovalGateClient {
+  /**
+   * Creates an approval request and waits until it is settled or `wait` runs out. The creation
+   * carries an idempotency key (`input.idempotencyKey`, or one made here), so that the retries
+   * through a dropped connection, a restarting web process or a 503 make one request, not several.
+   * An `escalated` request is followed to its successor: what is returned is the last request of
+   * the chain (its `escalatedFrom` says it is a successor). When approved, its `payload` is what to
+   * execute: a reviewer may have edited it.
+   */
+  requestApproval(input: ApprovalCreateInput, options?: RequestApprovalOptions): Promise<ApprovalView>;
+  /** Reads an approval; with `wait` (1–30 s) the API holds the read while it is pending. */
+  getApproval(id: string, options?: { wait?: number; signal?: AbortSignal }): Promise<ApprovalView>;
+  listApprovals(query?: ApprovalListQuery): Promise<ApprovalList>;
+  /**
+   * Approves or rejects, as a reviewer's key (the key that created a request may not decide it).
+   * Sent once, never retried: a retry of a decision that did land would be refused as a conflict.
+   */
+  decide(id: string, decision: DecisionInput): Promise<ApprovalView>;
+}
+
+export function createApprovalGateClient({
+  baseUrl,
+  apiKey,
+  retry,
+  fetch: fetchImpl = globalThis.fetch.bind(globalThis),
+}: ApprovalGateClientOptions): ApprovalGateClient {
+  const base = baseUrl.replace(/\/+$/, '');
+  const retrying = createApiClient({ baseUrl: base, apiKey, fetch: retryingFetch(fetchImpl, retry) });
+  const once = createApiClient({ baseUrl: base, apiKey, fetch: fetchImpl });
+
+  const getApproval: ApprovalGateClient['getApproval'] = (id, options) => retrying.approvals.get(id, options);
+
+  return {
+    getApproval,
+    listApprovals: (query) => retrying.approvals.list(query),
+    decide: (id, decision) => once.approvals.decide(id, decision),
+
+    async requestApproval(input, { wait = 300, signal, onWait } = {}) {
+      const deadline = Date.now() + wait * 1000;
+      const idempotencyKey = input.idempotencyKey ?? globalThis.crypto.randomUUID();
+      let approval = await retrying.approvals.create({ ...input, idempotencyKey }, { signal });
+      for (;;) {
+        const successor = approval.status === 'escalated' ? approval.escalatedTo : undefined;
+        if (approval.status !== 'pending' && successor === undefined) return approval;
+        const seconds = Math.min(MAX_WAIT_PER_READ_SECONDS, Math.round((deadline - Date.now()) / 1000));
+        if (seconds < 1) return successor === undefined ? approval : await getApproval(successor, { signal });
+        onWait?.(approval);
+        approval = await getApproval(successor ?? approval.id, { wait: seconds, signal });
+      }
+    },
+  };
+}

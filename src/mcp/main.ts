@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// The `approval-gate-mcp` command (`npm run mcp`): an MCP server over stdio, for agents' hosts.
+// stdout carries the protocol, so everything meant for people goes to stderr.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createApprovalGateClient } from '../client/index.js';
+import { ConfigError, loadMcpConfig, packageRoot } from '../config.js';
+import { createApprovalGateMcpServer } from './approval-tools.js';
+
+let config;
+try {
+  config = loadMcpConfig();
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(`approval-gate-mcp: ${error.message}\nSet APPROVAL_GATE_URL (e.g. http://localhost:3000) and APPROVAL_GATE_API_KEY.`);
+  process.exit(1);
+}
+
+const { version } = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+const client = createApprovalGateClient({
+  baseUrl: config.APPROVAL_GATE_URL,
+  apiKey: config.APPROVAL_GATE_API_KEY,
+  retry: {
+    onRetry: ({ attempt, delayMs, reason }) =>
+      console.error(`approval-gate-mcp: attempt ${attempt} failed (${reason}); retrying in ${delayMs} ms`),
+  },
+});
+const server = createApprovalGateMcpServer(client, version);
+await server.connect(new StdioServerTransport());
+console.error(`approval-gate-mcp ${version}: serving ${config.APPROVAL_GATE_URL} over stdio`);
