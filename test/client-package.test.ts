@@ -1,6 +1,6 @@
 import { execFile as execFileCallback } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +17,11 @@ const execFile = promisify(execFileCallback);
  * only the new tarball; the package's dependencies are already there.
  */
 const consumerDir = path.join(tmpdir(), 'approval-gate-client-consumer');
+/**
+ * `npm pack` runs in a copy of the working tree: its prepare and prepack scripts regenerate
+ * src/generated and dist/, which the test files running beside this one import and serve.
+ */
+const packDir = path.join(tmpdir(), 'approval-gate-client-pack');
 const npmCache = path.join(tmpdir(), 'approval-gate-client-npm-cache');
 const repoRoot = path.resolve(import.meta.dirname, '..');
 const typesNodeVersion = (
@@ -35,8 +40,13 @@ const npm = (args: string[], cwd: string) =>
 beforeAll(async () => {
   await mkdir(consumerDir, { recursive: true });
   for (const file of await readdir(consumerDir)) if (file.endsWith('.tgz')) await rm(path.join(consumerDir, file));
+  await rm(packDir, { recursive: true, force: true });
+  // As a clone after `npm install` is: with its generated Prisma client, which prepack's build needs.
+  const notCopied = new Set(['.git', 'node_modules', 'dist'].map((name) => path.sep + name));
+  await cp(repoRoot, packDir, { recursive: true, filter: (source) => ![...notCopied].some((name) => source.endsWith(name)) });
+  await symlink(path.join(repoRoot, 'node_modules'), path.join(packDir, 'node_modules'));
   // `npm pack` builds the package itself (prepare, then prepack: npm run build).
-  await npm(['pack', '--pack-destination', consumerDir], repoRoot);
+  await npm(['pack', '--pack-destination', consumerDir], packDir);
   const tarball = (await readdir(consumerDir)).find((file) => file.endsWith('.tgz'))!;
   packedFiles = (await execFile('tar', ['-tzf', path.join(consumerDir, tarball)])).stdout.trim().split('\n');
 
