@@ -10,7 +10,7 @@
 // over positions in its second half), one combination, and the inbox's first page of
 // status=pending. Requests go one at a time over a kept-alive connection, the cases taking turns
 // so that a slow moment of this shared machine hits them all; latency is measured in this
-// process, from send to parsed body, and in the web process (pino-http's responseTime, read from
+// process, from send to parsed body, and in the web process (the request log's responseTime, read from
 // its log). Then each case's SQL, built by ApprovalStore.list itself, is run once under EXPLAIN
 // ANALYZE for its plan and database time. Targets: p99 < 20 ms for the 1,000,000-row cases; the
 // inbox's first page < 300 ms, on its first request and at p99. The last line of stdout is the
@@ -67,7 +67,7 @@ interface CaseResult {
   matching: number;
   returned: number;
   latencyMs: Stats & { mean: number };
-  /** The same requests as the web process timed them (pino-http's responseTime, whole ms). */
+  /** The same requests as the web process timed them (the request log's responseTime, whole ms). */
   serverMs: Stats;
   /** The first request of the case, before any warm-up. */
   firstMs: number;
@@ -154,7 +154,7 @@ runBenchmark('bench:listing', 45 * 60_000, async (cleanup) => {
   printReport(results, cpu);
 });
 
-/** responseTime of each measured request (ids `bench.<case>.<i>`) from the web process's pino-http log, by case. */
+/** responseTime of each measured request (ids `bench.<case>.<i>`) from the web process's request log, by case. */
 function serverTimesByCase(webLog: string, caseCount: number): number[][] {
   const byCase = Array.from({ length: caseCount }, () => [] as number[]);
   for (const line of readFileSync(webLog, 'utf8').split('\n')) {
@@ -372,7 +372,7 @@ function printReport(results: CaseResult[], cpu: { machinePct: number; webPct: n
   );
   console.log(
     `${REQUESTS} requests a case after ${WARMUP_REQUESTS} of warm-up, one at a time, cases in turn; ms from send to parsed body, in this process. ` +
-      `"first": the case's first request, before warm-up; server: pino-http's responseTime in the web process (whole ms);\n` +
+      `"first": the case's first request, before warm-up; server: the request log's responseTime in the web process (whole ms);\n` +
       `db: EXPLAIN ANALYZE of the same SQL, once, after the run. While measuring, the web process used ${cpu.webPct}% of a core ` +
       `and the machine ${cpu.machinePct}% of all ${os.cpus().length} cores (this bench, PostgreSQL and anyone else).\n`,
   );

@@ -3,21 +3,26 @@
 //
 //   npm run bench:long-poll
 //
-// Creates the pending approvals, holds one `GET /v1/approvals/:id?wait=30` per approval open at
+// Creates the pending approvals through a second web process (so the measured one holds only the
+// waits, not what creating 10,000 approvals left in its heap), holds one `GET /v1/approvals/:id?wait=30` per approval open at
 // once, samples the web process's RSS, then decides every approval (100 at a time) and times each
 // waiter's answer from the moment its decision's response arrived. A waiter whose 30 s wait runs
 // out before its decision polls again, as a client would; such re-polls are counted. The last line
-// of stdout is the figures as JSON.
+// of stdout is the figures as JSON. BENCH_HEAP_SNAPSHOT=1 also writes a heap snapshot of the
+// waiting process while the waiters are held (into bench/.heap/) and prints its largest shares by
+// constructor: what each layer keeps per waiter. Writing it stops the process for tens of seconds,
+// so that run's answer times (and re-polls) do not count.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mapConcurrent } from './lib/concurrency.js';
 import { formatTable, round, stats, verdict } from './lib/figures.js';
 import { createOrgs, deleteRedisKeys, dropDatabase, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
+import { heapSnapshotNodeOptions, snapshotHeap } from './lib/heap-snapshot.js';
 import { expectJson, putPolicy, requestJson } from './lib/http.js';
 import { readOpenFilesLimit, readRssMb, waitUntilIdle } from './lib/proc-stats.js';
 import { startWebServer } from './lib/processes.js';
-import { envInt, log, runBenchmark } from './lib/run.js';
+import { envFlag, envInt, log, runBenchmark } from './lib/run.js';
 
 const WAITERS = envInt('BENCH_WAITERS', 10_000);
 const ORG_COUNT = 10;
@@ -29,6 +34,9 @@ const OPEN_BATCH = 500;
 const DATABASE = 'approval_gate_bench_longpoll';
 const REDIS_PREFIX = 'agbench-longpoll';
 const PORT = 3903;
+const CREATOR_PORT = 3904;
+const HEAP_SNAPSHOT = envFlag('BENCH_HEAP_SNAPSHOT', false);
+const HEAP_DIR = 'bench/.heap';
 const TARGET_RSS_MB = 300;
 const TARGET_ANSWER_MS = 2000;
 /** Sockets beyond the waiters: database pool, Redis, decisions, files. */
@@ -61,14 +69,21 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
   });
   const dbUrl = await recreateDatabase(DATABASE);
   const orgs = await createOrgs(dbUrl, ORG_COUNT);
-  const api = await startWebServer({ port: PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX });
+  const creator = await startWebServer({ port: CREATOR_PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX });
+  cleanup(() => creator.stop());
+  const api = await startWebServer({
+    port: PORT,
+    databaseUrl: dbUrl,
+    redisPrefix: REDIS_PREFIX,
+    ...(HEAP_SNAPSHOT ? { env: { NODE_OPTIONS: heapSnapshotNodeOptions(HEAP_DIR) } } : {}),
+  });
   cleanup(() => api.stop());
   const serverLimit = readOpenFilesLimit(api.pid);
   if (serverLimit < WAITERS + SPARE_FILES) throw new Error(`the web process may open only ${serverLimit} files`);
   log(`web process pid ${api.pid} up (open-files limit ${serverLimit}); RSS ${round(readRssMb(api.pid))} MB`);
-  await Promise.all(orgs.map((org) => putPolicy(PORT, org.key, 'bench-review', { defaultOutcome: 'review' })));
+  await Promise.all(orgs.map((org) => putPolicy(CREATOR_PORT, org.key, 'bench-review', { defaultOutcome: 'review' })));
 
-  // 1. The pending approvals, spread over the organizations.
+  // 1. The pending approvals, spread over the organizations, created by the other web process.
   const createAgent = new http.Agent({ keepAlive: true, maxSockets: CREATE_CONCURRENCY });
   let started = performance.now();
   const approvals: Approval[] = await mapConcurrent(
@@ -77,7 +92,14 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
     async (i) => {
       const org = orgs[i % orgs.length]!;
       const body = { action: 'refund', payload: { amount: 5000, currency: 'EUR' }, policyKey: 'bench-review', agent: 'bench-agent' };
-      const created = await expectJson(201, { port: PORT, method: 'POST', path: '/v1/approvals', key: org.key, body, agent: createAgent });
+      const created = await expectJson(201, {
+        port: CREATOR_PORT,
+        method: 'POST',
+        path: '/v1/approvals',
+        key: org.key,
+        body,
+        agent: createAgent,
+      });
       if (created.status !== 'pending') throw new Error(`approval ${created.id} was created ${created.status}, not pending`);
       return { id: created.id as string, org, verdict: i % 2 === 0 ? 'approved' : 'rejected' };
     },
@@ -85,6 +107,7 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
   const createS = (performance.now() - started) / 1000;
   createAgent.destroy();
   log(`created ${WAITERS} pending approvals in ${round(createS)} s (${round(WAITERS / createS, 0)}/s)`);
+  await creator.stop();
   await waitUntilIdle(api.pid);
   const rssIdleMb = readRssMb(api.pid);
 
@@ -134,6 +157,7 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
   await sleep(1000);
   const heldForS = (performance.now() - started) / 1000;
   const rssHeldMb = readRssMb(api.pid);
+  const heap = HEAP_SNAPSHOT ? await snapshotHeap(api.pid, HEAP_DIR) : undefined;
   if (answeredBeforeDecisions > 0) log(`!!! ${answeredBeforeDecisions} long-polls answered before any decision: not all were held`);
   log(
     `all written, web process idle, ${answeredBeforeDecisions} answered so far; RSS ${round(rssHeldMb)} MB (${round(rssIdleMb)} MB before)`,
@@ -185,6 +209,8 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
     heldAfterS: round(heldForS),
     answeredBeforeDecisions,
     rssMb: { beforeWaiters: round(rssIdleMb), withWaitersHeld: round(rssHeldMb), afterAnswers: round(rssAfterMb) },
+    heldKbPerWaiter: round(((rssHeldMb - rssIdleMb) * 1024) / WAITERS),
+    ...(heap ? { heapSnapshotMb: round(heap.totalBytes / 2 ** 20) } : {}),
     decisions: { seconds: round(decideS), perS: round(WAITERS / decideS, 0), latencyMs: stats(decisionLatency) },
     answers: {
       answered: answered.length,
@@ -213,6 +239,7 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
         ['web RSS before waiters (MB)', figures.rssMb.beforeWaiters],
         ['web RSS with all waiters held (MB)', figures.rssMb.withWaitersHeld],
         ['web RSS after all answered (MB)', figures.rssMb.afterAnswers],
+        ['RSS held per waiter (KB)', figures.heldKbPerWaiter],
         ['long-polls written in (s)', figures.openS],
         ['answered before any decision', answeredBeforeDecisions],
         ['decisions: total time (s)', figures.decisions.seconds],
@@ -234,6 +261,16 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
       ],
     ),
   );
+  if (heap) {
+    const perWaiter = (bytes: number) => round(bytes / WAITERS, 0);
+    console.log(`\nHeap snapshot with the waiters held: ${round(heap.totalBytes / 2 ** 20)} MB; its largest shares:\n`);
+    console.log(
+      formatTable(
+        ['kind', 'count', 'MB', 'bytes per waiter'],
+        heap.shares.slice(0, 30).map((share) => [share.kind, share.count, round(share.bytes / 2 ** 20), perWaiter(share.bytes)]),
+      ),
+    );
+  }
   for (const problem of [...errors.slice(0, 5).map((o) => o.error), ...wrongStatus.slice(0, 5).map((o) => `wrong status ${o.status}`)]) {
     console.log(`!!! ${problem}`);
   }

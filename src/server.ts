@@ -1,6 +1,5 @@
-import { createServer } from 'node:http';
 import { loadConfig } from './config.js';
-import { createApp } from './http/app.js';
+import { createApp, createHttpServer } from './http/app.js';
 import { answerClientErrors } from './http/client-errors.js';
 import { listen, PortInUseError } from './lib/listen.js';
 import { createLogger } from './lib/logger.js';
@@ -11,7 +10,7 @@ import { createServices } from './services.js';
 const config = loadConfig();
 const logger = createLogger(config, 'web');
 const services = await createServices(config, logger, 'web');
-const server = createServer(createApp(services));
+const server = createHttpServer(createApp(services));
 answerClientErrors(server);
 try {
   await listen(server, config.PORT);

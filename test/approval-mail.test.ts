@@ -38,11 +38,11 @@ beforeAll(async () => {
     .request('put', '/v1/policies/api-only')
     .send({ channels: ['api', 'console'] })
     .expect(200);
-  await org.request('put', '/v1/policies/first-line').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'admins' }).expect(200);
   await org
     .request('put', '/v1/policies/admins')
     .send({ reviewers: { roles: ['admin'] } })
     .expect(200);
+  await org.request('put', '/v1/policies/first-line').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'admins' }).expect(200);
   worker = await startWorkerRuntime(env.services, ['outbox-relay', 'approval-mail', 'approval-expiry']);
 });
 

@@ -109,9 +109,9 @@ describe('expiry', () => {
 
 describe('escalation', () => {
   it('hands over along the escalateTo chain, linking each record to its successor', async () => {
-    await org.request('put', '/v1/policies/tier1').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'tier2' }).expect(200);
-    await org.request('put', '/v1/policies/tier2').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'tier3' }).expect(200);
     await org.request('put', '/v1/policies/tier3').send({ timeoutSeconds: 1 }).expect(200);
+    await org.request('put', '/v1/policies/tier2').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'tier3' }).expect(200);
+    await org.request('put', '/v1/policies/tier1').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'tier2' }).expect(200);
 
     const first = await create('tier1', { amount: 7 });
     const firstSettled = await waitForSettlement(first.id);
@@ -137,21 +137,27 @@ describe('escalation', () => {
   });
 
   it('evaluates the successor like a new request: approved at once, or an orphan', async () => {
+    await org.request('put', '/v1/policies/allow-all').send({ defaultOutcome: 'allow' }).expect(200);
     await org
       .request('put', '/v1/policies/to-allow')
       .send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'allow-all' })
       .expect(200);
-    await org.request('put', '/v1/policies/allow-all').send({ defaultOutcome: 'allow' }).expect(200);
+    await org.request('put', '/v1/policies/soon-gone').send({}).expect(200);
     await org
       .request('put', '/v1/policies/to-nowhere')
-      .send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'missing' })
+      .send({ timeoutSeconds: 3, onTimeout: 'escalate', escalateTo: 'soon-gone' })
       .expect(200);
 
     const toAllow = await waitForSettlement((await create('to-allow')).id);
     const approved = (await org.request('get', `/v1/approvals/${toAllow.escalatedTo}`).expect(200)).body as View;
     expect(approved).toMatchObject({ status: 'approved', expiresAt: null });
 
-    const toNowhere = await waitForSettlement((await create('to-nowhere')).id);
+    // A request keeps the escalateTo it was created under: its target can be deleted meanwhile,
+    // once no policy names it any more, and the successor is then an orphan.
+    const pendingToNowhere = await create('to-nowhere');
+    await org.request('put', '/v1/policies/to-nowhere').send({ timeoutSeconds: 1 }).expect(200);
+    await org.request('delete', '/v1/policies/soon-gone').expect(204);
+    const toNowhere = await waitForSettlement(pendingToNowhere.id);
     const orphan = (await org.request('get', `/v1/approvals/${toNowhere.escalatedTo}`).expect(200)).body as View;
     expect(orphan.status).toBe('pending');
     expect(Date.parse(orphan.expiresAt!) - Date.parse(orphan.createdAt)).toBe(env.config.ORPHAN_TIMEOUT_SECONDS * 1000);

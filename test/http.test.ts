@@ -142,6 +142,12 @@ describe('errors and logging', () => {
         detail: expect.any(String),
       });
       expect(JSON.stringify(res.body)).not.toMatch(/policies|relation|prisma|at /i);
+      // The cause is logged with the request it failed, and the request's own line at error level.
+      const request = { id: res.headers['x-request-id'], method: 'POST', url: '/v1/approvals' };
+      expect(damaged.logs).toContainEqual(
+        expect.objectContaining({ level: 50, req: request, msg: 'unhandled error', err: expect.anything() }),
+      );
+      expect(damaged.logs).toContainEqual(expect.objectContaining({ level: 50, req: request, res: { statusCode: 500 } }));
     } finally {
       await damaged.close();
     }

@@ -26,6 +26,7 @@ describe('policy management', () => {
     });
     expect(await org.request('get', '/v1/policies/refunds').expect(200)).toHaveProperty('body', put.body);
 
+    await org.request('put', '/v1/policies/managers').send({}).expect(200);
     const replaced = await org
       .request('put', '/v1/policies/refunds')
       .send({ defaultOutcome: 'allow', timeoutSeconds: 60, onTimeout: 'escalate', escalateTo: 'managers' })
@@ -41,15 +42,15 @@ describe('policy management', () => {
 
     await org.request('put', '/v1/policies/another').send({}).expect(200);
     const list = await org.request('get', '/v1/policies').expect(200);
-    expect(list.body.policies.map((p: { key: string }) => p.key)).toEqual(['another', 'refunds']);
+    expect(list.body.policies.map((p: { key: string }) => p.key)).toEqual(['another', 'managers', 'refunds']);
 
     await org.request('delete', '/v1/policies/refunds').expect(204);
     expect((await org.request('get', '/v1/policies/refunds')).body.code).toBe('not_found');
     await org.request('delete', '/v1/policies/refunds').expect(404);
 
     const chain = await readChain(env.services.db, org.orgId);
-    expect(chain.map((e) => e.type)).toEqual(['policy.updated', 'policy.updated', 'policy.updated', 'policy.deleted']);
-    expect(chain[3]!.data).toEqual({ policyKey: 'refunds' });
+    expect(chain.map((e) => e.type)).toEqual(['policy.updated', 'policy.updated', 'policy.updated', 'policy.updated', 'policy.deleted']);
+    expect(chain[4]!.data).toEqual({ policyKey: 'refunds' });
   });
 
   it('keeps policies per organization', async () => {
@@ -109,6 +110,74 @@ describe('policy management', () => {
       .request('put', `/v1/policies/${'k'.repeat(201)}`)
       .send({})
       .expect(422);
+  });
+});
+
+describe('escalateTo', () => {
+  it('must name an existing policy: an unknown key is a 422 on escalateTo, and nothing is stored', async () => {
+    const res = await org
+      .request('put', '/v1/policies/first-line')
+      .send({ onTimeout: 'escalate', escalateTo: 'managers-team' })
+      .expect(422);
+    expect(res.body.errors).toEqual([
+      { path: 'escalateTo', message: expect.stringMatching(/^escalateTo must be the key of an existing policy/) },
+    ]);
+    expect(res.body.detail).toContain("'managers-team'");
+    await org.request('get', '/v1/policies/first-line').expect(404);
+
+    const other = await env.createOrg();
+    await other.request('put', '/v1/policies/managers-team').send({}).expect(200);
+    await org.request('put', '/v1/policies/first-line').send({ escalateTo: 'managers-team' }).expect(422);
+
+    await org.request('put', '/v1/policies/managers-team').send({}).expect(200);
+    await org.request('put', '/v1/policies/first-line').send({ onTimeout: 'escalate', escalateTo: 'managers-team' }).expect(200);
+  });
+
+  it('may name the policy itself, which can then be deleted', async () => {
+    await org.request('put', '/v1/policies/ask-again').send({ onTimeout: 'escalate', escalateTo: 'ask-again' }).expect(200);
+    await org.request('delete', '/v1/policies/ask-again').expect(204);
+  });
+
+  it('keeps its target: deleting a policy another escalates to is a 409 naming them, until they stop', async () => {
+    await org.request('put', '/v1/policies/tier2').send({}).expect(200);
+    await org.request('put', '/v1/policies/tier1-a').send({ escalateTo: 'tier2' }).expect(200);
+    await org.request('put', '/v1/policies/tier1-b').send({ escalateTo: 'tier2' }).expect(200);
+
+    const refused = await org.request('delete', '/v1/policies/tier2').expect(409);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining("'tier1-a', 'tier1-b'") });
+    await org.request('get', '/v1/policies/tier2').expect(200);
+    const deletions = (await readChain(env.services.db, org.orgId)).filter((event) => event.type === 'policy.deleted');
+    expect(deletions.map((event) => event.data.policyKey)).not.toContain('tier2');
+
+    await org.request('put', '/v1/policies/tier1-a').send({}).expect(200);
+    await org.request('delete', '/v1/policies/tier1-b').expect(204);
+    await org.request('delete', '/v1/policies/tier2').expect(204);
+  });
+
+  it('a PUT naming a policy and a DELETE of it, raced, never both succeed', async () => {
+    const rounds = 25;
+    const outcomes = new Set<string>();
+    for (let round = 0; round < rounds; round++) {
+      const target = `target-${round}`;
+      const source = `source-${round}`;
+      await org.request('put', `/v1/policies/${target}`).send({}).expect(200);
+      const [put, del] = await Promise.all([
+        org.request('put', `/v1/policies/${source}`).send({ escalateTo: target }),
+        org.request('delete', `/v1/policies/${target}`),
+      ]);
+      outcomes.add(`${put.status}/${del.status}`);
+      const stored = await env.services.db.policy.findMany({ where: { orgId: org.orgId, key: { in: [source, target] } } });
+      const keys = stored.map((policy) => policy.key).sort();
+      if (put.status === 200) {
+        expect(del.status).toBe(409);
+        expect(keys).toEqual([source, target]);
+      } else {
+        expect([put.status, del.status]).toEqual([422, 204]);
+        expect(keys).toEqual([]);
+      }
+    }
+    // Which side wins is the scheduler's choice; both orders end in one of the two outcomes above.
+    expect([...outcomes].every((outcome) => ['200/409', '422/204'].includes(outcome))).toBe(true);
   });
 });
 

@@ -2,6 +2,31 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { NotFoundError } from '../lib/errors.js';
+import { htmlContent, problemContent, type DocumentedOperation } from './openapi.js';
+
+/** The console in the OpenAPI document: one operation for its page and files, whatever the path below /console. */
+export const consoleOperation: DocumentedOperation = {
+  method: 'get',
+  path: '/console/{clientRoute}',
+  operation: {
+    summary: 'The reviewer console (a single-page app): its files, and its page for any other path',
+    tags: ['console'],
+    security: [],
+    parameters: [
+      {
+        name: 'clientRoute',
+        in: 'path',
+        required: true,
+        description: 'Any path below /console, slashes included (approvals/<id>, invite/<token>, assets/…).',
+        schema: { type: 'string' },
+      },
+    ],
+    responses: {
+      200: { description: 'A console file, or the console page, which routes itself.', content: htmlContent },
+      404: { description: 'No such console asset, or the console is not built (npm run build).', content: problemContent },
+    },
+  },
+};
 
 /**
  * Every console response: scripts, styles, images and connections from this origin only (the

@@ -1,18 +1,42 @@
 import { createServer, type Server } from 'node:http';
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Metrics } from '../lib/metrics.js';
 import { secretsEqual } from '../lib/secret-tokens.js';
+import type { DocumentedOperation } from './openapi.js';
 
-/** Counts every answered request by its route template (not its URL: ids would explode the series). */
+/** GET /metrics in the OpenAPI document (served only when METRICS_TOKEN is set). */
+export const metricsOperation: DocumentedOperation = {
+  method: 'get',
+  path: '/metrics',
+  operation: {
+    summary: 'Prometheus metrics of this web process',
+    description: 'Served only when METRICS_TOKEN is set; the bearer token is that value, not an API key.',
+    tags: ['service'],
+    security: [{ bearerAuth: [] }],
+    responses: {
+      200: { description: 'Prometheus text exposition format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      401: { description: 'No or wrong METRICS_TOKEN.', content: { 'text/plain': { schema: { type: 'string' } } } },
+    },
+  },
+};
+
+const startedAt = Symbol('request started at');
+
+/**
+ * Counts every answered request by its route template (not its URL: ids would explode the series).
+ * One listener function serves every request; each keeps only its start time.
+ */
 export function recordRequests(metrics: Metrics): RequestHandler {
-  return (req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const route = req.route ? `${req.baseUrl}${String((req.route as { path: string }).path)}` : 'unmatched';
-      const labels = { route, method: req.method, status: String(res.statusCode) };
-      metrics.httpRequests.inc(labels);
-      metrics.httpDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-    });
+  function record(this: Response & { [startedAt]: number }): void {
+    const { req } = this;
+    const route = req.route ? `${req.baseUrl}${String((req.route as { path: string }).path)}` : 'unmatched';
+    const labels = { route, method: req.method, status: String(this.statusCode) };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, (performance.now() - this[startedAt]) / 1000);
+  }
+  return (_req, res, next) => {
+    (res as Response & { [startedAt]: number })[startedAt] = performance.now();
+    res.on('finish', record);
     next();
   };
 }

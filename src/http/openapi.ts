@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SESSION_COOKIE } from './authenticate.js';
-import type { AnyRouteSpec } from './route.js';
+import type { AnyRouteSpec, ResponseSpec } from './route.js';
 
 function securityOf(spec: AnyRouteSpec): Record<string, string[]>[] {
   if (spec.auth === 'public') return [];
@@ -14,14 +14,50 @@ function describeAccess(spec: AnyRouteSpec): string {
   return `${who} required${spec.plans ? `, and the ${spec.plans.join(' or ')} plan` : ''}.`;
 }
 
+/** `/v1/approvals/:id` is filed under "approvals", `/v1/invites/accept` under "invites". */
+function tagOf(path: string): string {
+  return path.split('/')[2] ?? 'service';
+}
+
 type JsonSchema = Record<string, unknown>;
+
+/**
+ * An operation the app serves outside the `/v1` route mechanism (health, metrics, decision link
+ * pages, Slack, the console and this reference): written as an OpenAPI operation object next to
+ * the code that mounts it, so that the document covers every route (test/openapi.test.ts walks
+ * the router to make sure).
+ */
+export interface DocumentedOperation {
+  method: 'get' | 'post';
+  /** An OpenAPI path template, e.g. `/d/{token}`. */
+  path: string;
+  operation: {
+    summary: string;
+    description?: string;
+    tags: string[];
+    security: Record<string, string[]>[];
+    parameters?: Record<string, unknown>[];
+    requestBody?: Record<string, unknown>;
+    responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, unknown> }>;
+  };
+}
+
+/** A text/html answer of a documented operation. */
+export const htmlContent = { 'text/html': { schema: { type: 'string' } } };
+
+/** A problem+json answer of a documented operation. */
+export const problemContent = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 
 /**
  * The OpenAPI 3.1 document, generated from the same route specs and zod schemas that validate
  * requests, so the document cannot drift from the behaviour. OpenAPI 3.1 speaks JSON Schema
  * 2020-12, which is what zod emits; named schemas (`.meta({ id })`) become components.
  */
-export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { title: string; version: string }) {
+export function buildOpenApiDocument(
+  specs: readonly AnyRouteSpec[],
+  info: { title: string; version: string; description?: string },
+  others: readonly DocumentedOperation[] = [],
+) {
   const components: Record<string, JsonSchema> = {};
 
   const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
@@ -50,37 +86,43 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
     }));
   };
 
+  const contentOf = (status: string, response: ResponseSpec) => {
+    const content: Record<string, unknown> = {};
+    if (response.schema) {
+      content[Number(status) >= 400 ? 'application/problem+json' : 'application/json'] = { schema: toSchema(response.schema, 'output') };
+    }
+    if (response.text) content[response.text.mediaType] = { schema: { type: 'string' }, example: response.text.example };
+    return Object.keys(content).length > 0 ? { content } : {};
+  };
+
   const paths: Record<string, Record<string, unknown>> = {};
   for (const spec of specs) {
     const path = spec.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     const responses = Object.fromEntries(
       Object.entries(spec.responses).map(([status, response]) => [
         status,
-        {
-          description: response.description,
-          ...(response.schema
-            ? {
-                content: {
-                  [Number(status) >= 400 ? 'application/problem+json' : 'application/json']: {
-                    schema: toSchema(response.schema, 'output'),
-                  },
-                },
-              }
-            : {}),
-        },
+        { description: response.description, ...contentOf(status, response) },
       ]),
     );
     (paths[path] ??= {})[spec.method] = {
       summary: spec.summary,
       description: describeAccess(spec),
+      tags: [tagOf(spec.path)],
       security: securityOf(spec),
       parameters: [...parametersOf(spec.params, 'path'), ...parametersOf(spec.query, 'query')],
       ...(spec.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(spec.body as z.ZodType, 'input') } } } }
+        ? {
+            requestBody: {
+              // No body reads as {} (see route.ts), so a body whose fields are all optional may be left out.
+              required: !(spec.body as z.ZodType).safeParse({}).success,
+              content: { 'application/json': { schema: toSchema(spec.body as z.ZodType, 'input') } },
+            },
+          }
         : {}),
       responses,
     };
   }
+  for (const { method, path, operation } of others) (paths[path] ??= {})[method] = operation;
 
   return {
     openapi: '3.1.0',
@@ -90,7 +132,7 @@ export function buildOpenApiDocument(specs: readonly AnyRouteSpec[], info: { tit
     components: {
       schemas: components,
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer' },
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, `agk_…` (npm run cli -- key:create, or POST /v1/keys).' },
         sessionCookie: {
           type: 'apiKey',
           in: 'cookie',

@@ -46,7 +46,10 @@ export type Reply =
 
 export interface ResponseSpec {
   description: string;
+  /** The JSON body (problem+json for 4xx and 5xx). */
   schema?: z.ZodType;
+  /** A text body, besides the JSON one or instead of it, with an example for the reference. */
+  text?: { mediaType: 'text/csv' | 'text/event-stream'; example: string };
 }
 
 /**

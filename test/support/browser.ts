@@ -76,9 +76,9 @@ export async function overflowsHorizontally(page: Page): Promise<boolean> {
  * Screenshots for the README, written only when CONSOLE_SCREENSHOTS names a directory
  * (`npm run docs:screenshots`), so test runs leave the tree as it was.
  */
-export async function screenshot(page: Page, name: string): Promise<void> {
+export async function screenshot(page: Page, name: string, { fullPage = true }: { fullPage?: boolean } = {}): Promise<void> {
   const directory = process.env.CONSOLE_SCREENSHOTS;
   if (!directory) return;
   await mkdir(directory, { recursive: true });
-  await page.screenshot({ path: path.join(directory, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: path.join(directory, `${name}.png`), fullPage });
 }

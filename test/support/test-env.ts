@@ -7,7 +7,7 @@ import type { Express } from 'express';
 import { Redis } from 'ioredis';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
-import { createApp } from '../../src/http/app.js';
+import { createApp, createHttpServer } from '../../src/http/app.js';
 import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createLogger } from '../../src/lib/logger.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
@@ -80,7 +80,7 @@ export async function createTestEnv(
   const start = async () => {
     const services = await createServices(config, logger, 'web');
     const app = createApp(services);
-    const server = app.listen(0, '127.0.0.1');
+    const server = createHttpServer(app).listen(0, '127.0.0.1');
     answerClientErrors(server);
     await once(server, 'listening');
     started.push({ services, server });

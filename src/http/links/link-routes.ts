@@ -1,6 +1,7 @@
 import express, { type ErrorRequestHandler, type Express, type Response } from 'express';
 import { z } from 'zod';
 import type { DecisionLinkService } from '../../modules/links/decision-link-service.js';
+import { htmlContent, type DocumentedOperation } from '../openapi.js';
 import { consoleUrl } from '../../modules/notifications/approval-notice.js';
 import { failurePage, inspectionPage, invalidFormPage, LINK_PAGE_HEADERS, outcomePage, type LinkPage } from './link-pages.js';
 
@@ -9,6 +10,67 @@ const confirmationSchema = z.object({
   nonce: z.string().max(200).default(''),
   feedback: z.string().max(5000, 'Feedback is limited to 5,000 characters.').optional(),
 });
+
+const tokenParameter = {
+  name: 'token',
+  in: 'path',
+  required: true,
+  description: 'The token of a decision link from an approval mail (256 random bits, base64url).',
+  schema: { type: 'string' },
+};
+
+const page = (description: string) => ({ description, content: htmlContent });
+
+/** The decision link pages in the OpenAPI document: HTML for people, not JSON. */
+export const decisionLinkOperations: DocumentedOperation[] = [
+  {
+    method: 'get',
+    path: '/d/{token}',
+    operation: {
+      summary: 'Open a decision link: the request and a confirmation form; changes nothing',
+      description: 'The token is the credential. Opening the link (as mail scanners do) never decides; only the form does.',
+      tags: ['decision links'],
+      security: [],
+      parameters: [tokenParameter],
+      responses: {
+        200: page('The request with its confirmation form, or its outcome when it was decided already.'),
+        410: page('Unknown token, request expired or escalated, or the link was used already.'),
+      },
+    },
+  },
+  {
+    method: 'post',
+    path: '/d/{token}',
+    operation: {
+      summary: "Confirm a decision link: the member's vote, through channel email",
+      tags: ['decision links'],
+      security: [],
+      parameters: [tokenParameter],
+      requestBody: {
+        required: true,
+        content: {
+          'application/x-www-form-urlencoded': {
+            schema: {
+              type: 'object',
+              required: ['nonce'],
+              properties: {
+                nonce: { type: 'string', maxLength: 200, description: "The hidden nonce of the link's own page." },
+                feedback: { type: 'string', maxLength: 5000 },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        200: page('The vote is recorded: the request is settled, or waits for the rest of its quorum.'),
+        403: page('The member may not decide this request; the page says why.'),
+        409: page('The request was decided already, or the member voted elsewhere.'),
+        410: page('Unknown token, request expired or escalated, or the link was used already.'),
+        422: page("The form did not come from the link's page (no valid nonce), or could not be read; nothing was decided."),
+      },
+    },
+  },
+];
 
 function send(res: Response, page: LinkPage): void {
   res.status(page.status).set(LINK_PAGE_HEADERS).send(page.body);

@@ -71,6 +71,11 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
         200: {
           description:
             'A text/event-stream: `approval` events (`{ type, approvalId, status, seq }`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends `reset` when that is too much.',
+          text: {
+            mediaType: 'text/event-stream',
+            example:
+              'retry: 2000\n\nid: 42\nevent: approval\ndata: {"type":"approval.approved","approvalId":"0b9f3c7e-5d1a-4e2b-8c6f-9a0d1e2f3a4b","status":"approved","seq":42}\n\n: ping\n\n',
+          },
         },
         ...problemResponses(401, 403),
       },

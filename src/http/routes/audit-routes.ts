@@ -16,6 +16,16 @@ import { problemResponses } from './problem-responses.js';
 
 const AUDIT_PLANS = ['pro', 'enterprise'] as const;
 
+const CSV_EXAMPLE = {
+  mediaType: 'text/csv',
+  example: [
+    'seq,createdAt,type,actor,data,prevHash,hash',
+    '1,2026-01-05T09:30:00.000Z,policy.updated,"{""type"":""api_key"",""id"":""7d1c0b52-6f0e-4a51-9d7e-2b8c51a0f3e4""}","{""policy"":{""defaultOutcome"":""review""},""policyKey"":""refunds""}",' +
+      `${'0'.repeat(64)},4f1a0c3e9b7d2a68c5e1f0b3d9a7c6e5b4a3f2e1d0c9b8a7f6e5d4c3b2a19087`,
+    '',
+  ].join('\n'),
+} as const;
+
 export function auditRoutes(audit: AuditService, checkpoints: CheckpointService) {
   return [
     defineRoute({
@@ -53,6 +63,7 @@ export function auditRoutes(audit: AuditService, checkpoints: CheckpointService)
           description:
             'JSON: the events and, with verify=true, the verification of the whole chain. With format=csv: text/csv with the header seq,createdAt,type,actor,data,prevHash,hash.',
           schema: auditPageSchema,
+          text: CSV_EXAMPLE,
         },
         ...problemResponses(401, 402, 403, 422),
       },
@@ -96,7 +107,7 @@ export function auditRoutes(audit: AuditService, checkpoints: CheckpointService)
       plans: AUDIT_PLANS,
       params: auditExportParamsSchema,
       responses: {
-        200: { description: 'text/csv with the header seq,createdAt,type,actor,data,prevHash,hash.' },
+        200: { description: 'text/csv with the header seq,createdAt,type,actor,data,prevHash,hash.', text: CSV_EXAMPLE },
         409: { description: 'The export is not completed (yet).', schema: problemSchema },
         ...problemResponses(401, 402, 403, 404),
       },

@@ -7,6 +7,7 @@ import {
   policyListSchema,
   policyViewSchema,
 } from '../../modules/policies/policy-schemas.js';
+import { problemSchema } from '../problem-schema.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
@@ -15,7 +16,7 @@ export function policyRoutes(policies: PolicyService) {
     defineRoute({
       method: 'put',
       path: '/v1/policies/:key',
-      summary: 'Create or replace a policy; every rule is compiled first',
+      summary: 'Create or replace a policy; every rule is compiled first and escalateTo must name an existing policy',
       scope: 'policies:write',
       params: policyKeyParamsSchema,
       invalidParams: 'validation_failed',
@@ -72,6 +73,7 @@ export function policyRoutes(policies: PolicyService) {
       responses: {
         204: { description: 'Deleted.' },
         ...problemResponses(401, 403, 404),
+        409: { description: "Another policy's escalateTo names this one; `detail` says which.", schema: problemSchema },
       },
       handler: async ({ tenant, params }) => {
         await policies.delete(tenant, params.key);

@@ -1,5 +1,5 @@
 import type { DataLayer } from '../../data/database.js';
-import { NotFoundError, ValidationError } from '../../lib/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
 import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyView } from './policy-schemas.js';
@@ -55,7 +55,11 @@ export class PolicyService {
     return (await this.store(tenant).list()).map(toView);
   }
 
-  /** Rules are compiled before anything is stored, so a bad expression never reaches evaluation. */
+  /**
+   * Rules are compiled before anything is stored, so a bad expression never reaches evaluation;
+   * `escalateTo` must name a policy that exists (or this one), so a timeout never hands a request
+   * to a key nobody defined.
+   */
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
     await assertRulesCompile(document, '', tenant.orgId);
     const policy = await this.store(tenant).upsert(key, document, {
@@ -64,6 +68,10 @@ export class PolicyService {
       data: { policyKey: key, policy: document },
       createdAt: new Date(),
     });
+    if (policy === 'unknown_escalation_target') {
+      const message = `escalateTo must be the key of an existing policy of this organization; no policy '${document.escalateTo}' exists (create it first)`;
+      throw new ValidationError([{ path: 'escalateTo', message }], message);
+    }
     return toView(policy);
   }
 
@@ -84,13 +92,19 @@ export class PolicyService {
   }
 
   async delete(tenant: Tenant, key: string): Promise<void> {
-    const deleted = await this.store(tenant).delete(key, {
+    const outcome = await this.store(tenant).delete(key, {
       type: 'policy.deleted',
       actor: tenant.actor,
       data: { policyKey: key },
       createdAt: new Date(),
     });
-    if (!deleted) throw new NotFoundError(`No policy with key '${key}' exists.`);
+    if (outcome === 'not_found') throw new NotFoundError(`No policy with key '${key}' exists.`);
+    if (outcome !== 'deleted') {
+      const names = outcome.referencedBy.map((referrer) => `'${referrer}'`).join(', ');
+      throw new ConflictError(
+        `Policy '${key}' is the escalateTo of ${names}: change their escalateTo (or delete them) before deleting it.`,
+      );
+    }
   }
 }
 

@@ -47,8 +47,13 @@ export class PolicyStore {
     return this.db.policy.findMany({ where: { orgId: this.orgId }, orderBy: { key: 'asc' } });
   }
 
-  /** Creates or replaces the policy and appends its audit event in one transaction. */
-  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy> {
+  /**
+   * Creates or replaces the policy and appends its audit event in one transaction, or, when
+   * `escalateTo` names another policy that does not exist, stores nothing. The target's row is
+   * held with FOR KEY SHARE until the commit, so a concurrent delete of it (which locks it FOR
+   * UPDATE first) either waits and then sees this reference, or wins and leaves nothing to lock.
+   */
+  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target'> {
     const fields = {
       rules: document.rules,
       defaultOutcome: document.defaultOutcome,
@@ -64,7 +69,13 @@ export class PolicyStore {
       revision: randomUUID(),
       updatedAt: event.createdAt,
     };
+    const target = document.escalateTo;
     return this.db.$transaction(async (tx) => {
+      if (target !== null && target !== key) {
+        const held = await tx.$queryRaw<{ key: string }[]>`
+          SELECT key FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${target} FOR KEY SHARE`;
+        if (held.length === 0) return 'unknown_escalation_target' as const;
+      }
       const policy = await tx.policy.upsert({
         where: { orgId_key: { orgId: this.orgId, key } },
         create: { orgId: this.orgId, key, createdAt: event.createdAt, ...fields },
@@ -75,13 +86,22 @@ export class PolicyStore {
     });
   }
 
-  /** Deletes the policy with its audit event; false when there was none. */
-  delete(key: string, event: AuditEventDraft): Promise<boolean> {
+  /**
+   * Deletes the policy with its audit event, unless another policy escalates to it. The row is
+   * locked FOR UPDATE before the references are read, so a concurrent PUT that names it (holding
+   * it FOR KEY SHARE) has either committed, and is seen, or waits and then finds it gone.
+   */
+  delete(key: string, event: AuditEventDraft): Promise<'deleted' | 'not_found' | { referencedBy: string[] }> {
     return this.db.$transaction(async (tx) => {
-      const { count } = await tx.policy.deleteMany({ where: { orgId: this.orgId, key } });
-      if (count === 0) return false;
+      const locked = await tx.$queryRaw<{ key: string }[]>`
+        SELECT key FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${key} FOR UPDATE`;
+      if (locked.length === 0) return 'not_found' as const;
+      const referencing = await tx.$queryRaw<{ key: string }[]>`
+        SELECT key FROM policies WHERE org_id = ${this.orgId}::uuid AND escalate_to = ${key} AND key <> ${key} ORDER BY key`;
+      if (referencing.length > 0) return { referencedBy: referencing.map((row) => row.key) };
+      await tx.policy.delete({ where: { orgId_key: { orgId: this.orgId, key } } });
       await appendAuditEvents(tx, this.orgId, [event]);
-      return true;
+      return 'deleted' as const;
     });
   }
 }

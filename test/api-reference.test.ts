@@ -1,0 +1,84 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launchBrowser, openContext, screenshot } from './support/browser.js';
+import { createTestEnv, type TestEnv } from './support/test-env.js';
+
+let env: TestEnv;
+
+beforeAll(async () => {
+  env = await createTestEnv({ CONSOLE_DIR: inject('consoleDir') });
+});
+afterAll(() => env?.close());
+
+const cspOf = (header: string | undefined) =>
+  Object.fromEntries(
+    (header ?? '')
+      .split(';')
+      .map((directive) => directive.trim().split(/\s+/) as [string, ...string[]])
+      .map(([name, ...values]) => [name, values]),
+  );
+
+describe('GET /docs', () => {
+  it('serves the reference page, which loads its script from this origin and reads /openapi.json', async () => {
+    const res = await env.http.get('/docs').expect(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain('<script src="/docs/scalar-api-reference.js"></script>');
+    const configuration = /data-configuration="([^"]*)"/.exec(res.text)![1]!.replaceAll('&quot;', '"');
+    expect(JSON.parse(configuration)).toMatchObject({ url: '/openapi.json', withDefaultFonts: false, telemetry: false });
+    expect(res.text).not.toMatch(/https?:\/\//);
+  });
+
+  it("serves Scalar's bundle from node_modules", async () => {
+    const res = await env.http.get('/docs/scalar-api-reference.js').expect(200);
+    expect(res.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(Number(res.headers['content-length'])).toBeGreaterThan(1_000_000);
+    expect(res.headers['cache-control']).toBe('public, max-age=3600');
+  });
+
+  it("allows inline styles on this page only: scripts and connections stay on this origin, the console's policy is unchanged", async () => {
+    const csp = cspOf((await env.http.get('/docs').expect(200)).headers['content-security-policy']);
+    expect(csp).toMatchObject({
+      'default-src': ["'self'"],
+      'script-src': ["'self'"],
+      'style-src': ["'self'", "'unsafe-inline'"],
+      'connect-src': ["'self'"],
+      'frame-ancestors': ["'none'"],
+    });
+    const consoleCsp = (await env.http.get('/console/').expect(200)).headers['content-security-policy'];
+    expect(consoleCsp).toBe("default-src 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'; form-action 'self'");
+    expect((await env.http.get('/openapi.json').expect(200)).headers['content-security-policy']).toBeUndefined();
+  });
+});
+
+describe('the reference page in Chromium', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(() => browser?.close());
+
+  it('renders the operations of the document, with nothing from another origin and no CSP violation', async () => {
+    const context = await openContext(browser, env);
+    const page = await context.newPage();
+    const elsewhere: string[] = [];
+    const violations: string[] = [];
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (url.protocol.startsWith('http') && url.origin !== env.baseUrl) elsewhere.push(request.url());
+    });
+    page.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text());
+    });
+
+    await page.goto('/docs');
+    await page.getByText('Create an approval request; the policy is evaluated at once').first().waitFor({ timeout: 15_000 });
+    await page.getByText('Approve or reject a pending approval').first().waitFor();
+    expect(await page.title()).toBe('Approval Gate API reference');
+    // The whole document is some 15,000 px tall: the first screen shows what the page is.
+    await screenshot(page, 'api-reference', { fullPage: false });
+
+    expect(elsewhere).toEqual([]);
+    expect(violations).toEqual([]);
+    await context.close();
+  }, 60_000);
+});
