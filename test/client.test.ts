@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../src/http/app.js';
+import { createApp, createHttpServer } from '../src/http/app.js';
 import {
   ApiError,
   createApprovalGateClient,
@@ -46,8 +46,9 @@ async function approvalsOf(action: string): Promise<ApprovalView[]> {
   return (await reviewerOf(env.baseUrl).listApprovals({ action })).approvals;
 }
 
-async function listen(app: ReturnType<typeof createApp>, port = 0): Promise<Server> {
-  const server = app.listen(port, '127.0.0.1');
+/** A web process's HTTP server over `services`, on `port`. */
+async function listen(services: TestEnv['services'], port = 0): Promise<Server> {
+  const server = createHttpServer(createApp(services)).listen(port, '127.0.0.1');
   await once(server, 'listening');
   return server;
 }
@@ -96,7 +97,7 @@ describe('requestApproval', () => {
   });
 
   it('resumes its wait through a restart of the web process it waits on', async () => {
-    const first = await listen(createApp(env.services));
+    const first = await listen(env.services);
     const { port } = first.address() as AddressInfo;
     const baseUrl = `http://127.0.0.1:${port}`;
     const retries: RetryEvent[] = [];
@@ -111,7 +112,7 @@ describe('requestApproval', () => {
     await new Promise((resolve) => first.close(resolve));
     await eventually(() => retries.some((retry) => /ECONNREFUSED/.test(retry.reason)));
     const peer = await env.createPeer();
-    const second = await listen(peer.app, port);
+    const second = await listen(peer.services, port);
     try {
       await eventually(() => env.services.settlements.waiting + peer.services.settlements.waiting === 1);
       await reviewerOf(env.baseUrl).decide(pending.id, { verdict: 'approved' });
