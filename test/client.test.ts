@@ -74,6 +74,13 @@ describe('requestApproval', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
+  it('refuses a negative wait before it creates anything', async () => {
+    await expect(agentOf(env.baseUrl).requestApproval({ action: 'never', payload: {}, policyKey: 'review' }, { wait: -1 })).rejects.toThrow(
+      'wait must be a number of seconds, 0 or more; got -1',
+    );
+    expect(await approvalsOf('never')).toEqual([]);
+  });
+
   it('answers at once when the policy decides, and with wait 0 does not wait', async () => {
     const agent = agentOf(env.baseUrl);
     expect((await agent.requestApproval({ action: 'small', payload: {}, policyKey: 'allow' })).status).toBe('approved');

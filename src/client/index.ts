@@ -82,6 +82,7 @@ export function createApprovalGateClient({
     decide: (id, decision) => once.approvals.decide(id, decision),
 
     async requestApproval(input, { wait = 300, signal, onWait } = {}) {
+      if (!(wait >= 0)) throw new RangeError(`wait must be a number of seconds, 0 or more; got ${wait}`);
       const deadline = Date.now() + wait * 1000;
       const idempotencyKey = input.idempotencyKey ?? globalThis.crypto.randomUUID();
       let approval = await retrying.approvals.create({ ...input, idempotencyKey }, { signal });
