@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createHttpServer } from '../src/http/app.js';
@@ -129,6 +129,37 @@ describe('requestApproval', () => {
     } finally {
       second.closeAllConnections();
       await new Promise((resolve) => second.close(resolve));
+    }
+  });
+
+  it('reads again when the connection drops in the middle of an answer', async () => {
+    const approval = await agentOf(env.baseUrl).requestApproval({ action: 'cut', payload: {}, policyKey: 'review' }, { wait: 0 });
+    let requests = 0;
+    // In front of the app: the first answer is cut after its headers and part of its body.
+    const cutting = http.createServer(async (req, res) => {
+      requests += 1;
+      if (requests === 1) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"id":');
+        setTimeout(() => res.destroy(), 20);
+        return;
+      }
+      const answer = await fetch(`${env.baseUrl}${req.url}`, { headers: { authorization: req.headers.authorization ?? '' } });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? '' }).end(await answer.text());
+    });
+    cutting.listen(0, '127.0.0.1');
+    await once(cutting, 'listening');
+    try {
+      const retries: RetryEvent[] = [];
+      const read = await agentOf(`http://127.0.0.1:${(cutting.address() as AddressInfo).port}`, (retry) => retries.push(retry)).getApproval(
+        approval.id,
+      );
+      expect(read).toMatchObject({ id: approval.id, status: 'pending' });
+      expect(requests).toBe(2);
+      expect(retries).toHaveLength(1);
+    } finally {
+      cutting.closeAllConnections();
+      await new Promise((resolve) => cutting.close(resolve));
     }
   });
 
