@@ -25,7 +25,7 @@ export const MAX_WAIT_PER_READ_SECONDS = 30;
 export interface ApprovalGateClientOptions {
   /** Where the service is, e.g. `http://localhost:3000`. */
   baseUrl: string;
-  /** An API key (`ag_…`) with the scopes the calls need: `approvals:write`, `approvals:read`, `approvals:decide`. */
+  /** An API key (`agk_…`) with the scopes the calls need: `approvals:write`, `approvals:read`, `approvals:decide`. */
   apiKey: string;
   /** How reads and creations are retried through dropped connections, restarts and 503s. */
   retry?: RetryOptions;
