@@ -13,6 +13,7 @@ import type { Metrics } from '../../lib/metrics.js';
 import { ApprovalWrites } from './approval-writes.js';
 import { withTimeout } from '../../lib/time.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
+import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import {
   ApprovalStore,
@@ -215,9 +216,9 @@ export class ApprovalService {
 
   /**
    * Reads an approval; with `waitSeconds`, holds while it is pending until it settles (in any
-   * process), the wait runs out, or `signal` aborts because the client went away.
+   * process), the wait runs out, or the caller goes away.
    */
-  async get(tenant: Tenant, id: string, waitSeconds: number | undefined, signal: AbortSignal): Promise<ApprovalView> {
+  async get(tenant: Tenant, id: string, waitSeconds: number | undefined, caller: Caller): Promise<ApprovalView> {
     const store = this.store(tenant);
     if (!waitSeconds) return toApprovalView(await this.require(store, id));
 
@@ -225,7 +226,7 @@ export class ApprovalService {
     try {
       const settled = await this.viewUnlessPending(store, id);
       if (settled) return settled;
-      await watch.wait(waitSeconds * 1000, signal);
+      await watch.wait(waitSeconds * 1000, caller);
       return toApprovalView(await this.require(store, id));
     } finally {
       watch.release();
