@@ -1,13 +1,14 @@
 // The audit chain at scale: full-chain verification (GET /v1/audit?verify=true) and a bulk CSV
-// export by the worker, against the ceiling of psql's `\copy` of the same rows, in one run.
+// export by the worker, stored in PostgreSQL (the default) and in EXPORT_DIR, against the ceiling
+// of psql's `\copy` of the same rows, in one run.
 //
 //   npm run bench:audit                              1,000,000 events, 3 runs of each measurement
 //   BENCH_AUDIT_EVENTS=200000 BENCH_RUNS=1 npm run bench:audit
 //
-// The events are appended in SQL (see synthetic-audit-events.ts). The API and a worker that runs
-// only the `audit-export` queue are child processes, compiled as the Procfile runs them (`npm run
-// build` first; BENCH_BUILD=0 uses dist/ as it is); the worker's RSS is sampled from /proc during
-// the exports. Targets: verification no slower than `\copy` (ratio at most 1.0), export at least
+// The events are appended in SQL (see synthetic-audit-events.ts). For each storage, the API and a
+// worker that runs only the `audit-export` queue are child processes, compiled as the Procfile runs
+// them (`npm run build` first; BENCH_BUILD=0 uses dist/ as it is); each worker's RSS is sampled
+// from /proc during its exports. Targets: verification no slower than `\copy` (ratio at most 1.0), export at least
 // 50% of `\copy`'s rows/s, worker peak RSS under 150 MB. The last line of stdout is the figures as
 // JSON.
 import { spawn } from 'node:child_process';
@@ -30,7 +31,7 @@ import { envInt, log, runBenchmark } from './lib/run.js';
 const EVENTS = envInt('BENCH_AUDIT_EVENTS', 1_000_000);
 const RUNS = envInt('BENCH_RUNS', 3);
 const DATABASE = 'approval_gate_bench_audit';
-const REDIS_PREFIX = 'agbenchaudit';
+const REDIS_PREFIXES = { postgres: 'agbenchaudit', files: 'agbenchauditfiles' };
 const PORT = 3921;
 const TARGET = { verifyRatio: 1.0, exportShare: 0.5, workerRssMb: 150 };
 
@@ -68,13 +69,43 @@ async function psqlCopy(databaseName: string, select: string): Promise<void> {
   if (code !== 0) throw new Error(`psql exited with ${code}: ${stderr}`);
 }
 
+/** One storage's web and export worker: PostgreSQL chunks (the default) or files in EXPORT_DIR. */
+interface StorageRig {
+  name: 'postgres' | 'files';
+  port: number;
+  worker: { pid: number };
+  idleRssMb: number;
+  peakRssMb: number;
+  seconds: number[];
+}
+
+/** POST an export, poll it to completion; the worker's RSS is sampled all the while. */
+async function exportOnce(rig: StorageRig, key: string): Promise<{ seconds: number; id: string }> {
+  const sampler = setInterval(() => (rig.peakRssMb = Math.max(rig.peakRssMb, readRssMb(rig.worker.pid))), 20);
+  try {
+    const exported = await timed(async () => {
+      const created = await expectJson(202, { port: rig.port, method: 'POST', path: '/v1/audit/exports', key, body: {} });
+      for (;;) {
+        const status = await expectJson(200, { port: rig.port, method: 'GET', path: `/v1/audit/exports/${created.id}`, key });
+        if (status.status === 'completed') return status;
+        if (status.status === 'failed') throw new Error(`${rig.name} export ${created.id} failed`);
+        await sleep(20);
+      }
+    });
+    if (exported.result.rowCount !== EVENTS) throw new Error(`${rig.name} export wrote ${exported.result.rowCount} rows, not ${EVENTS}`);
+    return { seconds: exported.seconds, id: exported.result.id };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
 runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
   const exportDir = await mkdtemp(path.join(tmpdir(), 'ag-bench-audit-'));
   cleanup(async () => {
     await dropDatabase(DATABASE);
-    await deleteRedisKeys(REDIS_PREFIX);
+    for (const prefix of Object.values(REDIS_PREFIXES)) await deleteRedisKeys(prefix);
     await rm(exportDir, { recursive: true, force: true });
-    log(`cleaned up: dropped ${DATABASE}, Redis keys ${REDIS_PREFIX}:*, ${exportDir}`);
+    log(`cleaned up: dropped ${DATABASE}, Redis keys ${Object.values(REDIS_PREFIXES).join(':*, ')}:*, ${exportDir}`);
   });
   const dbUrl = await recreateDatabase(DATABASE);
   const [org] = await createOrgs(dbUrl, 1);
@@ -84,28 +115,38 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
   const data = createDataLayer(dbUrl, { size: 2, connectTimeoutMs: 5_000, queryTimeoutMs: 600_000 }, () => {});
   const generation = await timed(() => appendSyntheticAuditEvents(data.sql, orgId, EVENTS));
   await data.db.$executeRawUnsafe('VACUUM ANALYZE audit_events');
-  await data.close();
   log(`appended in ${round(generation.seconds)} s (${round(EVENTS / generation.seconds, 0)} events/s)`);
 
-  const api = await startWebServer({ port: PORT, databaseUrl: dbUrl, redisPrefix: REDIS_PREFIX, env: { EXPORT_DIR: exportDir } });
-  cleanup(() => api.stop());
-  // The web process started from the same build: dist/ is there.
-  const worker = await startWorker({
-    label: 'export worker',
-    args: ['dist/workers/index.js'],
-    env: { DATABASE_URL: dbUrl, REDIS_PREFIX, EXPORT_DIR: exportDir, WORKER_QUEUES: 'audit-export', LOG_LEVEL: 'info' },
-  });
-  cleanup(() => worker.stop());
-  await sleep(2000); // let the worker settle after start-up before its idle figure
-  const workerIdleRssMb = readRssMb(worker.pid);
-  log(`web pid ${api.pid}, export worker pid ${worker.pid} (RSS ${round(workerIdleRssMb)} MB)`);
+  // Two deployments over the same database, each with its own Redis prefix (so its own queue):
+  // one keeps exports in PostgreSQL, the other in EXPORT_DIR.
+  const rigs: StorageRig[] = [];
+  for (const [name, port, storageEnv] of [
+    ['postgres', PORT, {}],
+    ['files', PORT + 1, { EXPORT_DIR: exportDir }],
+  ] as const) {
+    const redisPrefix = REDIS_PREFIXES[name];
+    const api = await startWebServer({ port, databaseUrl: dbUrl, redisPrefix, env: storageEnv });
+    cleanup(() => api.stop());
+    // The web process started from the same build: dist/ is there.
+    const worker = await startWorker({
+      label: `${name} export worker`,
+      args: ['dist/workers/index.js'],
+      env: { DATABASE_URL: dbUrl, REDIS_PREFIX: redisPrefix, WORKER_QUEUES: 'audit-export', LOG_LEVEL: 'info', ...storageEnv },
+    });
+    cleanup(() => worker.stop());
+    rigs.push({ name, port, worker, idleRssMb: 0, peakRssMb: 0, seconds: [] });
+  }
+  await sleep(2000); // let the workers settle after start-up before their idle figure
+  for (const rig of rigs) rig.peakRssMb = rig.idleRssMb = readRssMb(rig.worker.pid);
+  const [database, files] = rigs as [StorageRig, StorageRig];
+  log(
+    `export workers: postgres pid ${database.worker.pid} (RSS ${round(database.idleRssMb)} MB), files pid ${files.worker.pid} (RSS ${round(files.idleRssMb)} MB)`,
+  );
 
-  // Every measurement runs RUNS times, interleaved, so that a slow moment of the machine hits all three.
-  const select = auditExportSelectSql(orgId, {}).replace(/\s+/g, ' ');
+  // Every measurement runs RUNS times, interleaved, so that a slow moment of the machine hits all of them.
+  const select = auditExportSelectSql(orgId, { filters: {}, afterSeq: 0, throughSeq: EVENTS }).replace(/\s+/g, ' ');
   const copyS: number[] = [];
   const verifyS: number[] = [];
-  const exportS: number[] = [];
-  let workerPeakRssMb = workerIdleRssMb;
   for (let run = 1; run <= RUNS; run++) {
     copyS.push((await timed(() => psqlCopy(DATABASE, select))).seconds);
 
@@ -116,39 +157,49 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
     if (!verification.intact || verification.count !== EVENTS) throw new Error(`verification: ${JSON.stringify(verification)}`);
     verifyS.push(verify.seconds);
 
-    const sampler = setInterval(() => (workerPeakRssMb = Math.max(workerPeakRssMb, readRssMb(worker.pid))), 20);
-    const exported = await timed(async () => {
-      const created = await expectJson(202, { port: PORT, method: 'POST', path: '/v1/audit/exports', key, body: {} });
-      for (;;) {
-        const status = await expectJson(200, { port: PORT, method: 'GET', path: `/v1/audit/exports/${created.id}`, key });
-        if (status.status === 'completed') return status;
-        if (status.status === 'failed') throw new Error(`export ${created.id} failed`);
-        await sleep(20);
-      }
-    });
-    clearInterval(sampler);
-    if (exported.result.rowCount !== EVENTS) throw new Error(`export wrote ${exported.result.rowCount} rows, not ${EVENTS}`);
-    exportS.push(exported.seconds);
-    await rm(path.join(exportDir, `${exported.result.id}.csv`));
-    log(`run ${run}: \\copy ${round(copyS.at(-1)!, 2)} s, verify ${round(verifyS.at(-1)!, 2)} s, export ${round(exported.seconds, 2)} s`);
+    // Alternate which storage goes first, so neither always follows the other's writes.
+    for (const rig of run % 2 === 1 ? [database, files] : [files, database]) {
+      const exported = await exportOnce(rig, key);
+      rig.seconds.push(exported.seconds);
+      // Free what the run stored, so every run writes into the same room.
+      if (rig.name === 'files') await rm(path.join(exportDir, `${exported.id}.csv`));
+      else await data.sql.query(null, 'DELETE FROM audit_export_chunks WHERE export_id = $1', [exported.id]);
+    }
+    log(
+      `run ${run}: \\copy ${round(copyS.at(-1)!, 2)} s, verify ${round(verifyS.at(-1)!, 2)} s, ` +
+        `export to postgres ${round(database.seconds.at(-1)!, 2)} s, to files ${round(files.seconds.at(-1)!, 2)} s`,
+    );
   }
-  const workerHwmMb = readPeakRssMb(worker.pid);
+  await data.close();
 
   const copy = median(copyS);
   const verify = median(verifyS);
-  const exportMedian = median(exportS);
+  const exportFigures = (rig: StorageRig) => {
+    const seconds = median(rig.seconds);
+    return {
+      seconds: round(seconds, 2),
+      rowsPerS: round(EVENTS / seconds, 0),
+      shareOfCopy: round(copy / seconds, 2),
+      workerRssMb: {
+        idle: round(rig.idleRssMb),
+        peakDuringExports: round(rig.peakRssMb),
+        highWaterMark: round(readPeakRssMb(rig.worker.pid)),
+      },
+    };
+  };
+  const exports = { postgres: exportFigures(database), files: exportFigures(files) };
   const figures = {
     events: EVENTS,
     runs: RUNS,
     generation: { seconds: round(generation.seconds), eventsPerS: round(EVENTS / generation.seconds, 0) },
     copy: { seconds: round(copy, 2), rowsPerS: round(EVENTS / copy, 0) },
     verify: { seconds: round(verify, 2), ratioToCopy: round(verify / copy, 2) },
-    export: { seconds: round(exportMedian, 2), rowsPerS: round(EVENTS / exportMedian, 0), shareOfCopy: round(copy / exportMedian, 2) },
-    workerRssMb: { idle: round(workerIdleRssMb), peakDuringExports: round(workerPeakRssMb), highWaterMark: round(workerHwmMb) },
+    export: exports,
     targets: {
       verifyNoSlowerThanCopy: verify / copy <= TARGET.verifyRatio,
-      exportAtLeastHalfOfCopy: copy / exportMedian >= TARGET.exportShare,
-      workerRssUnder150Mb: workerPeakRssMb < TARGET.workerRssMb,
+      postgresExportAtLeastHalfOfCopy: exports.postgres.shareOfCopy >= TARGET.exportShare,
+      filesExportAtLeastHalfOfCopy: exports.files.shareOfCopy >= TARGET.exportShare,
+      workerRssUnder150Mb: rigs.every((rig) => rig.peakRssMb < TARGET.workerRssMb),
     },
   };
 
@@ -161,19 +212,22 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
         ['psql \\copy rows/s', figures.copy.rowsPerS, ''],
         ['GET /v1/audit?verify=true (s)', figures.verify.seconds, ''],
         ['verification / \\copy time', figures.verify.ratioToCopy, `<= ${TARGET.verifyRatio}`],
-        ['bulk export, POST to completed (s)', figures.export.seconds, ''],
-        ['bulk export rows/s', figures.export.rowsPerS, ''],
-        ['bulk export / \\copy rows/s', figures.export.shareOfCopy, `>= ${TARGET.exportShare}`],
-        ['worker RSS idle (MB)', figures.workerRssMb.idle, ''],
-        ['worker RSS peak during exports (MB)', figures.workerRssMb.peakDuringExports, `< ${TARGET.workerRssMb}`],
-        ['worker VmHWM, whole life (MB)', figures.workerRssMb.highWaterMark, ''],
+        ...(['postgres', 'files'] as const).flatMap((name) => [
+          [`bulk export to ${name}, POST to completed (s)`, exports[name].seconds, ''],
+          [`bulk export to ${name} rows/s`, exports[name].rowsPerS, ''],
+          [`bulk export to ${name} / \\copy rows/s`, exports[name].shareOfCopy, `>= ${TARGET.exportShare}`],
+          [`${name} worker RSS idle (MB)`, exports[name].workerRssMb.idle, ''],
+          [`${name} worker RSS peak during exports (MB)`, exports[name].workerRssMb.peakDuringExports, `< ${TARGET.workerRssMb}`],
+          [`${name} worker VmHWM, whole life (MB)`, exports[name].workerRssMb.highWaterMark, ''],
+        ]),
         ['events appended per second (setup)', figures.generation.eventsPerS, ''],
       ],
     ),
   );
   console.log(
     `\nTargets: verification <= \\copy: ${verdict(figures.targets.verifyNoSlowerThanCopy)}; ` +
-      `export >= 50% of \\copy rows/s: ${verdict(figures.targets.exportAtLeastHalfOfCopy)}; ` +
+      `export >= 50% of \\copy rows/s: postgres ${verdict(figures.targets.postgresExportAtLeastHalfOfCopy)}, ` +
+      `files ${verdict(figures.targets.filesExportAtLeastHalfOfCopy)}; ` +
       `worker peak RSS < 150 MB: ${verdict(figures.targets.workerRssUnder150Mb)}`,
   );
   console.log(JSON.stringify(figures));

@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -100,8 +99,10 @@ const environmentSchema = z.object({
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),
-  /** Where bulk audit exports are written by workers and read by web processes: a directory all of them share. */
-  EXPORT_DIR: z.string().min(1).default(path.join(tmpdir(), 'approval-gate-audit-exports')),
+  /** Bulk audit exports as files in this directory, which every web and worker process must share; unset, they are kept in Postgres. */
+  EXPORT_DIR: z.string().min(1).optional(),
+  /** How long a finished bulk export can be downloaded; then the maintenance queue frees its storage. */
+  EXPORT_RETENTION_HOURS: z.coerce.number().positive().default(168),
   /** The built reviewer console that `web` serves at /console (`npm run build` writes dist/console). */
   CONSOLE_DIR: z
     .string()

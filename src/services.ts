@@ -129,7 +129,15 @@ export async function createServices(
   });
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
-  const audit = new AuditService(data, { jobs, logger, checkpoints }, { databaseUrl: config.DATABASE_URL, exportDir: config.EXPORT_DIR });
+  const audit = new AuditService(
+    data,
+    { jobs, logger, checkpoints },
+    {
+      databaseUrl: config.DATABASE_URL,
+      exportDir: config.EXPORT_DIR,
+      exportRetentionHours: config.EXPORT_RETENTION_HOURS,
+    },
+  );
   const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
 
   return {

@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
@@ -11,7 +8,6 @@ import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js
 let env: TestEnv;
 let org: TestOrg;
 let worker: WorkerRuntime;
-let exportDir: string;
 let chain: ExportedEvent[];
 
 const TRICKY_ACTION = 'refund, "big" one\nsecond line; €ü 日本';
@@ -19,8 +15,7 @@ const TRICKY_PAYLOAD = { note: 'a,b "c"\r\nd', emoji: '😀', nested: { 'k,"': [
 const CSV_HEADER = 'seq,createdAt,type,actor,data,prevHash,hash';
 
 beforeAll(async () => {
-  exportDir = await mkdtemp(path.join(tmpdir(), 'ag-audit-exports-'));
-  env = await createTestEnv({ EXPORT_DIR: exportDir });
+  env = await createTestEnv();
   org = await env.createOrg();
   worker = await startWorkerRuntime(env.services, ['audit-export']);
 
@@ -44,7 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker?.stop();
   await env?.close();
-  await rm(exportDir, { recursive: true, force: true });
 });
 
 async function page(query: Record<string, string | number | boolean>, client: TestOrg = org) {

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../src/http/app.js';
+import { createApp, createHttpServer } from '../src/http/app.js';
 import {
   ApiError,
   createApprovalGateClient,
@@ -46,8 +46,9 @@ async function approvalsOf(action: string): Promise<ApprovalView[]> {
   return (await reviewerOf(env.baseUrl).listApprovals({ action })).approvals;
 }
 
-async function listen(app: ReturnType<typeof createApp>, port = 0): Promise<Server> {
-  const server = app.listen(port, '127.0.0.1');
+/** A web process's HTTP server over `services`, on `port`. */
+async function listen(services: TestEnv['services'], port = 0): Promise<Server> {
+  const server = createHttpServer(createApp(services)).listen(port, '127.0.0.1');
   await once(server, 'listening');
   return server;
 }
@@ -73,6 +74,13 @@ describe('requestApproval', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
+  it('refuses a negative wait before it creates anything', async () => {
+    await expect(agentOf(env.baseUrl).requestApproval({ action: 'never', payload: {}, policyKey: 'review' }, { wait: -1 })).rejects.toThrow(
+      'wait must be a number of seconds, 0 or more; got -1',
+    );
+    expect(await approvalsOf('never')).toEqual([]);
+  });
+
   it('answers at once when the policy decides, and with wait 0 does not wait', async () => {
     const agent = agentOf(env.baseUrl);
     expect((await agent.requestApproval({ action: 'small', payload: {}, policyKey: 'allow' })).status).toBe('approved');
@@ -96,7 +104,7 @@ describe('requestApproval', () => {
   });
 
   it('resumes its wait through a restart of the web process it waits on', async () => {
-    const first = await listen(createApp(env.services));
+    const first = await listen(env.services);
     const { port } = first.address() as AddressInfo;
     const baseUrl = `http://127.0.0.1:${port}`;
     const retries: RetryEvent[] = [];
@@ -111,7 +119,7 @@ describe('requestApproval', () => {
     await new Promise((resolve) => first.close(resolve));
     await eventually(() => retries.some((retry) => /ECONNREFUSED/.test(retry.reason)));
     const peer = await env.createPeer();
-    const second = await listen(peer.app, port);
+    const second = await listen(peer.services, port);
     try {
       await eventually(() => env.services.settlements.waiting + peer.services.settlements.waiting === 1);
       await reviewerOf(env.baseUrl).decide(pending.id, { verdict: 'approved' });
@@ -121,6 +129,37 @@ describe('requestApproval', () => {
     } finally {
       second.closeAllConnections();
       await new Promise((resolve) => second.close(resolve));
+    }
+  });
+
+  it('reads again when the connection drops in the middle of an answer', async () => {
+    const approval = await agentOf(env.baseUrl).requestApproval({ action: 'cut', payload: {}, policyKey: 'review' }, { wait: 0 });
+    let requests = 0;
+    // In front of the app: the first answer is cut after its headers and part of its body.
+    const cutting = http.createServer(async (req, res) => {
+      requests += 1;
+      if (requests === 1) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"id":');
+        setTimeout(() => res.destroy(), 20);
+        return;
+      }
+      const answer = await fetch(`${env.baseUrl}${req.url}`, { headers: { authorization: req.headers.authorization ?? '' } });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? '' }).end(await answer.text());
+    });
+    cutting.listen(0, '127.0.0.1');
+    await once(cutting, 'listening');
+    try {
+      const retries: RetryEvent[] = [];
+      const read = await agentOf(`http://127.0.0.1:${(cutting.address() as AddressInfo).port}`, (retry) => retries.push(retry)).getApproval(
+        approval.id,
+      );
+      expect(read).toMatchObject({ id: approval.id, status: 'pending' });
+      expect(requests).toBe(2);
+      expect(retries).toHaveLength(1);
+    } finally {
+      cutting.closeAllConnections();
+      await new Promise((resolve) => cutting.close(resolve));
     }
   });
 

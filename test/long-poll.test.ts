@@ -47,6 +47,26 @@ describe('GET /v1/approvals/:id?wait=N', () => {
     expect(elapsed).toBeLessThan(1500);
   });
 
+  it('runs each wait out at its own length while waits of one length share a timer', async () => {
+    const approval = await createPending();
+    const timed = async (wait: number) => {
+      const started = performance.now();
+      const res = await org.request('get', `/v1/approvals/${approval.id}?wait=${wait}`).expect(200);
+      return { status: res.body.status as string, elapsed: performance.now() - started };
+    };
+    const later = (ms: number, wait: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)).then(() => timed(wait));
+    const outcomes = await Promise.all([timed(2), timed(1), later(300, 1), later(600, 1)]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['pending', 'pending', 'pending', 'pending']);
+    const [two, ...ones] = outcomes.map((outcome) => outcome.elapsed);
+    expect(two).toBeGreaterThanOrEqual(1990);
+    expect(two).toBeLessThan(2500);
+    for (const one of ones) {
+      expect(one).toBeGreaterThanOrEqual(990);
+      expect(one).toBeLessThan(1500);
+    }
+    expect(env.services.settlements.waiting).toBe(0);
+  });
+
   it('answers at once when the approval is already settled', async () => {
     const approval = await createPending();
     await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'rejected' }).expect(200);

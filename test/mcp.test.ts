@@ -125,6 +125,19 @@ describe('MCP server over stdio', () => {
     });
   });
 
+  it('stops waiting on the service when the host cancels the call', async () => {
+    const cancel = new AbortController();
+    const calling = agent.callTool(
+      { name: 'request_approval', arguments: { action: 'cancelled', payload: {}, policyKey: 'review', waitSeconds: 60 } },
+      undefined,
+      { signal: cancel.signal },
+    );
+    await eventually(() => env.services.settlements.waiting === 1);
+    cancel.abort();
+    await expect(calling).rejects.toThrow();
+    await eventually(() => env.services.settlements.waiting === 0);
+  });
+
   it('answers the API’s refusal as a tool error naming the field', async () => {
     const result = await agent.callTool({
       name: 'request_approval',

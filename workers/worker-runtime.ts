@@ -41,7 +41,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
     connection.on('error', (error: Error) => logger.warn({ err: error, queue }, 'redis connection error'));
     connections.push(connection);
     const handle = definition.processor(services);
-    const worker = new Worker(queue, (job, token) => handle(definition.payload.parse(job.data), job, token), {
+    const worker = new Worker(queue, (job, token, signal) => handle(definition.payload.parse(job.data), job, token, signal), {
       connection,
       prefix: config.REDIS_PREFIX,
       concurrency: definition.options.concurrency(config),
@@ -108,7 +108,14 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
   logger.info({ roles }, 'worker started');
   return {
     async stop() {
-      await Promise.all([...workers.map((worker) => worker.close()), ...stoppers.map((stop) => stop())]);
+      await Promise.all([
+        ...workers.map((worker) => {
+          // Long jobs that listen for it (bulk exports) save their place and give their job back.
+          worker.cancelAllJobs('worker stopping');
+          return worker.close();
+        }),
+        ...stoppers.map((stop) => stop()),
+      ]);
       await Promise.all(connections.map(closeRedis));
     },
   };

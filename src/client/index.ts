@@ -25,7 +25,7 @@ export const MAX_WAIT_PER_READ_SECONDS = 30;
 export interface ApprovalGateClientOptions {
   /** Where the service is, e.g. `http://localhost:3000`. */
   baseUrl: string;
-  /** An API key (`ag_…`) with the scopes the calls need: `approvals:write`, `approvals:read`, `approvals:decide`. */
+  /** An API key (`agk_…`) with the scopes the calls need: `approvals:write`, `approvals:read`, `approvals:decide`. */
   apiKey: string;
   /** How reads and creations are retried through dropped connections, restarts and 503s. */
   retry?: RetryOptions;
@@ -82,6 +82,7 @@ export function createApprovalGateClient({
     decide: (id, decision) => once.approvals.decide(id, decision),
 
     async requestApproval(input, { wait = 300, signal, onWait } = {}) {
+      if (!(wait >= 0)) throw new RangeError(`wait must be a number of seconds, 0 or more; got ${wait}`);
       const deadline = Date.now() + wait * 1000;
       const idempotencyKey = input.idempotencyKey ?? globalThis.crypto.randomUUID();
       let approval = await retrying.approvals.create({ ...input, idempotencyKey }, { signal });

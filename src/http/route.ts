@@ -10,6 +10,7 @@ import {
   ValidationError,
   type FieldError,
 } from '../lib/errors.js';
+import type { Caller } from '../lib/caller.js';
 import { validate } from '../lib/validation.js';
 import type { Scope, Tenant } from '../modules/orgs/tenant.js';
 import { authenticate, reauthenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
@@ -21,8 +22,8 @@ export interface RouteInput<B, Q, P> {
   body: Infer<B>;
   query: Infer<Q>;
   params: Infer<P>;
-  /** Aborts when the client goes away, so long-running handlers can stop waiting. */
-  signal: AbortSignal;
+  /** The client: long-running handlers stop waiting once it goes away. */
+  caller: Caller;
 }
 
 /** Opens a console session in the browser (the cookie of contract C9), or ends it. */
@@ -37,12 +38,13 @@ export interface ServerSentEvent {
 
 /**
  * A JSON body (or none); CSV, a string or a stream opened only when the reply is sent; or server-
- * sent events, from the stream's Last-Event-ID on, until the client goes away.
+ * sent events, from the stream's Last-Event-ID on, until `signal` aborts: the client went away, or
+ * its credential no longer holds.
  */
 export type Reply =
   | { status: number; body?: unknown; session?: SessionCookie }
   | { status: number; csv: string | (() => Readable); headers?: Record<string, string> }
-  | { status: 200; eventStream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent> };
+  | { status: 200; eventStream: (lastEventId: string | undefined, signal: AbortSignal) => AsyncIterable<ServerSentEvent> };
 
 export interface ResponseSpec {
   description: string;
@@ -196,8 +198,6 @@ function handle(spec: AnyRouteSpec, { cookies, authenticators, heartbeatMs }: Mo
     const body = spec.body ? parseOrThrow(spec.body as z.ZodType, req.body, 'body') : undefined;
     const query = spec.query ? parseOrThrow(spec.query as z.ZodType, req.query, 'query') : undefined;
 
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
     const reply = await spec.handler({
       get tenant() {
         return tenantOf(res);
@@ -205,16 +205,16 @@ function handle(spec: AnyRouteSpec, { cookies, authenticators, heartbeatMs }: Mo
       body,
       query,
       params,
-      signal: abort.signal,
+      caller: callerOf(res),
     });
-    if (res.writableEnded || abort.signal.aborted) return;
+    if (res.writableEnded || res.closed) return;
     res.status(reply.status);
     if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
     if ('eventStream' in reply) {
       // A long-lived stream is authorized again at each heartbeat: a revoked key or an ended
       // session (sign-out, a removed member) stops it, as it would stop any other request.
       const stillAuthorized = async () => (await reauthenticate(req, authenticators, tenantOf(res))) !== null;
-      return sendEventStream(req, res, reply.eventStream, { stillAuthorized, abort, heartbeatMs });
+      return sendEventStream(req, res, reply.eventStream, { stillAuthorized, heartbeatMs });
     }
     if (reply.session) setSessionCookie(res, reply.session, cookies);
     if (reply.body === undefined) res.end();
@@ -232,12 +232,24 @@ async function sendCsv(req: Request, res: Response, csv: string | (() => Readabl
   await pipeline(csv(), res).catch((error: unknown) => req.log.warn({ err: error }, 'CSV reply cut short'));
 }
 
+/** The response's client, for a handler that waits: no object of its own until a handler asks. */
+function callerOf(res: Response): Caller {
+  return {
+    get gone() {
+      return res.closed;
+    },
+    onGone: (listener) => void res.on('close', listener),
+  };
+}
+
 async function sendEventStream(
   req: Request,
   res: Response,
-  stream: (lastEventId: string | undefined) => AsyncIterable<ServerSentEvent>,
-  { stillAuthorized, abort, heartbeatMs }: { stillAuthorized: () => Promise<boolean>; abort: AbortController; heartbeatMs: number },
+  stream: (lastEventId: string | undefined, signal: AbortSignal) => AsyncIterable<ServerSentEvent>,
+  { stillAuthorized, heartbeatMs }: { stillAuthorized: () => Promise<boolean>; heartbeatMs: number },
 ): Promise<void> {
+  const abort = new AbortController();
+  res.on('close', () => abort.abort());
   res.set({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   res.write('retry: 2000\n\n');
@@ -249,7 +261,7 @@ async function sendEventStream(
     );
   }, heartbeatMs);
   try {
-    for await (const message of stream(req.get('last-event-id'))) {
+    for await (const message of stream(req.get('last-event-id'), abort.signal)) {
       res.write(`${message.id ? `id: ${message.id}\n` : ''}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`);
     }
   } catch (error) {

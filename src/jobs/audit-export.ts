@@ -1,7 +1,11 @@
 import { z } from 'zod';
-import { defineJob, isLastAttempt } from './job.js';
+import { deferOrRethrow, defineJob, isLastAttempt, RetryLater } from './job.js';
 
-/** Writes a bulk audit export; the export is marked failed once its last attempt fails. */
+/**
+ * Writes a bulk audit export; the export is marked failed once its last attempt fails. A worker
+ * that stops lets the export save its place and hands the job back at once, without counting an
+ * attempt; a worker killed outright loses its job's lock, and the next run goes on from the same place.
+ */
 export const auditExportJob = defineJob<{ orgId: string; exportId: string }>({
   queue: 'audit-export',
   payload: z.object({ orgId: z.uuid(), exportId: z.uuid() }),
@@ -10,10 +14,11 @@ export const auditExportJob = defineJob<{ orgId: string; exportId: string }>({
   jobId: ({ exportId }) => `audit-export-${exportId}`,
   processor:
     ({ audit }) =>
-    async ({ orgId, exportId }, job) => {
+    async ({ orgId, exportId }, job, token, signal) => {
       try {
-        return await audit.runExport(orgId, exportId);
+        return await audit.runExport(orgId, exportId, signal);
       } catch (error) {
+        if (error instanceof RetryLater) return deferOrRethrow(error, job, token);
         if (isLastAttempt(job)) await audit.failExport(orgId, exportId);
         throw error;
       }

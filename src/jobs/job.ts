@@ -11,8 +11,11 @@ export interface JobOptions {
   concurrency: (config: Config) => number;
 }
 
-/** Handles one job; `job` and `token` are BullMQ's, for processors that reschedule themselves. */
-export type JobHandler<Payload> = (payload: Payload, job: Job, token: string | undefined) => Promise<unknown>;
+/**
+ * Handles one job; `job` and `token` are BullMQ's, for processors that reschedule themselves;
+ * `signal` aborts when the worker stops, for long jobs that can save their place and give way.
+ */
+export type JobHandler<Payload> = (payload: Payload, job: Job, token: string | undefined, signal?: AbortSignal) => Promise<unknown>;
 
 /**
  * A queue, everything about it in one place: its name, the zod schema of its payload (ids only:

@@ -16,9 +16,13 @@ const TASKS = [
   'prune-sign-in-records',
   'prune-decision-links',
   'checkpoint-grown-chains',
+  'expire-audit-exports',
 ] as const;
 
-/** Ended sessions, expired invites and links, old sign-in failures are only clutter: an hourly prune is plenty. */
+/**
+ * Ended sessions, expired invites and links, old sign-in failures are only clutter, and an expired
+ * export answers 410 from its deadline on whether or not its storage is freed yet: an hourly prune is plenty.
+ */
 const PRUNE_INTERVAL_MS = 3_600_000;
 
 /**
@@ -39,6 +43,7 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
         ['prune-sign-in-records', PRUNE_INTERVAL_MS],
         ['prune-decision-links', PRUNE_INTERVAL_MS],
         ['checkpoint-grown-chains', config.AUDIT_CHECKPOINT_SECONDS * 1000],
+        ['expire-audit-exports', PRUNE_INTERVAL_MS],
       ] as const
     ).map(([task, everyMs]) => ({ id: task, payload: { task }, everyMs })),
   processor:
@@ -57,6 +62,8 @@ export const maintenanceJob = defineJob<{ task: (typeof TASKS)[number] }>({
           return { pruned: await services.decisionLinks.prune() };
         case 'checkpoint-grown-chains':
           return { signed: await services.checkpoints.checkpointGrownChains(SWEEP_BATCH) };
+        case 'expire-audit-exports':
+          return { expired: await services.audit.expireExports(SWEEP_BATCH) };
       }
     },
 });

@@ -79,9 +79,9 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
         },
         ...problemResponses(401, 403),
       },
-      handler: async ({ tenant, signal }) => ({
+      handler: async ({ tenant }) => ({
         status: 200,
-        eventStream: (lastEventId) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
+        eventStream: (lastEventId, signal) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
       }),
     }),
     defineRoute({
@@ -95,9 +95,9 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
         200: { description: 'The approval as it is now.', schema: approvalViewSchema },
         ...problemResponses(401, 403, 404, 422),
       },
-      handler: async ({ tenant, params, query, signal }) => ({
+      handler: async ({ tenant, params, query, caller }) => ({
         status: 200,
-        body: await approvals.get(tenant, params.id, query.wait, signal),
+        body: await approvals.get(tenant, params.id, query.wait, caller),
       }),
     }),
     defineRoute({

@@ -13,8 +13,10 @@ import type { Metrics } from '../../lib/metrics.js';
 import { ApprovalWrites } from './approval-writes.js';
 import { withTimeout } from '../../lib/time.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
+import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import {
+  ApprovalLookups,
   ApprovalStore,
   type Approval,
   type ApprovalRecord,
@@ -95,6 +97,7 @@ export interface CreatedApproval {
 
 export class ApprovalService {
   private readonly writes: ApprovalWrites;
+  private readonly lookups: ApprovalLookups;
 
   constructor(
     private readonly data: Pick<DataLayer, 'db' | 'sql'>,
@@ -102,6 +105,7 @@ export class ApprovalService {
     private readonly afterCommit: AfterCommit,
     private readonly limits: ApprovalLimits,
   ) {
+    this.lookups = new ApprovalLookups(data.sql);
     this.writes = new ApprovalWrites(data.sql, {
       ...limits.writeBatch,
       onBatch: (operation, size) => afterCommit.metrics.writeBatchSize.observe({ operation }, size),
@@ -215,26 +219,25 @@ export class ApprovalService {
 
   /**
    * Reads an approval; with `waitSeconds`, holds while it is pending until it settles (in any
-   * process), the wait runs out, or `signal` aborts because the client went away.
+   * process), the wait runs out, or the caller goes away.
    */
-  async get(tenant: Tenant, id: string, waitSeconds: number | undefined, signal: AbortSignal): Promise<ApprovalView> {
-    const store = this.store(tenant);
-    if (!waitSeconds) return toApprovalView(await this.require(store, id));
+  async get(tenant: Tenant, id: string, waitSeconds: number | undefined, caller: Caller): Promise<ApprovalView> {
+    if (!waitSeconds) return toApprovalView(await this.require(tenant.orgId, id));
 
     const watch = this.afterCommit.settlements.watch(id);
     try {
-      const settled = await this.viewUnlessPending(store, id);
+      const settled = await this.viewUnlessPending(tenant.orgId, id);
       if (settled) return settled;
-      await watch.wait(waitSeconds * 1000, signal);
-      return toApprovalView(await this.require(store, id));
+      await watch.wait(waitSeconds * 1000, caller);
+      return toApprovalView(await this.require(tenant.orgId, id));
     } finally {
       watch.release();
     }
   }
 
   /** Kept apart so a waiting request holds no copy of the row while it waits: 10,000 waiters add up. */
-  private async viewUnlessPending(store: ApprovalStore, id: string): Promise<ApprovalView | null> {
-    const approval = await this.require(store, id);
+  private async viewUnlessPending(orgId: string, id: string): Promise<ApprovalView | null> {
+    const approval = await this.require(orgId, id);
     return approval.status === 'pending' ? null : toApprovalView(approval);
   }
 
@@ -302,8 +305,7 @@ export class ApprovalService {
    * channel, is decided by the database in the same statement (see ag_cast_vote).
    */
   async decide(orgId: string, id: string, decision: DecisionInput, voter: Voter): Promise<ApprovalView> {
-    const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
-    const approval = await this.require(store, id);
+    const approval = await this.require(orgId, id);
     if (approval.status !== 'pending') {
       throw new ConflictError(`Approval ${id} is ${approval.status}; only pending approvals can be decided.`);
     }
@@ -325,7 +327,7 @@ export class ApprovalService {
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
-    return toApprovalView(await this.require(store, id));
+    return toApprovalView(await this.require(orgId, id));
   }
 
   /**
@@ -334,7 +336,7 @@ export class ApprovalService {
    */
   async assertMayVote(orgId: string, id: string, voter: Voter): Promise<void> {
     const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
-    const approval = await this.require(store, id);
+    const approval = await this.require(orgId, id);
     throwUnlessCast(await store.voteRefusal(id, voterRecord(voter), voter.channel), approval, voter);
   }
 
@@ -344,8 +346,8 @@ export class ApprovalService {
     return approval && toApprovalView(approval);
   }
 
-  private async require(store: ApprovalStore, id: string): Promise<ApprovalRecord> {
-    const approval = await store.findById(id);
+  private async require(orgId: string, id: string): Promise<ApprovalRecord> {
+    const approval = await this.lookups.findById(orgId, id);
     if (!approval) throw new NotFoundError(`No approval with id '${id}' exists.`);
     return approval;
   }

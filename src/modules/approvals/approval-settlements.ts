@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Caller } from '../../lib/caller.js';
+import { Deadlines } from '../../lib/deadlines.js';
 import { subscribeWithin } from '../../lib/redis.js';
 
 /**
@@ -13,6 +15,8 @@ import { subscribeWithin } from '../../lib/redis.js';
  */
 export class ApprovalSettlements {
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** One timer per wait length, whatever the number of waiters. */
+  private readonly deadlines = new Map<number, Deadlines>();
   private readonly channel: string;
   private closed = false;
 
@@ -50,10 +54,10 @@ export class ApprovalSettlements {
 
   /**
    * Registers interest in an approval before its state is read, so that a settlement landing
-   * between the read and the wait is not missed. `wait` resolves on settlement, timeout or abort;
-   * `release` must always be called.
+   * between the read and the wait is not missed. `wait` resolves on settlement, timeout or when
+   * the caller goes away; `release` must always be called.
    */
-  watch(approvalId: string): { wait(timeoutMs: number, signal: AbortSignal): Promise<void>; release(): void } {
+  watch(approvalId: string): { wait(timeoutMs: number, caller: Caller): Promise<void>; release(): void } {
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));
     let listeners = this.waiters.get(approvalId);
@@ -61,14 +65,13 @@ export class ApprovalSettlements {
     listeners.add(wake);
 
     return {
-      wait: (timeoutMs, signal) => {
-        if (signal.aborted || this.closed) return Promise.resolve();
-        const timer = setTimeout(wake, timeoutMs);
-        signal.addEventListener('abort', wake, { once: true });
-        return woken.finally(() => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', wake);
-        });
+      wait: (timeoutMs, caller) => {
+        if (caller.gone || this.closed) return Promise.resolve();
+        let deadlines = this.deadlines.get(timeoutMs);
+        if (!deadlines) this.deadlines.set(timeoutMs, (deadlines = new Deadlines(timeoutMs)));
+        const cancel = deadlines.add(wake);
+        caller.onGone(wake);
+        return woken.finally(cancel);
       },
       release: () => {
         listeners.delete(wake);

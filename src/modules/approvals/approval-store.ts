@@ -1,6 +1,7 @@
 import { byColumn, selectList, type ColumnMap } from '../../data/columns.js';
 import { transactionSql, type Database, type Sql } from '../../data/database.js';
 import type { Approval } from '../../generated/prisma/client.js';
+import { GroupCommit } from '../../lib/group-commit.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import type { MemberRole } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
@@ -259,6 +260,33 @@ const VOTES = `(SELECT coalesce(jsonb_agg(jsonb_build_object(
 
 const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}`;
 const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
+
+/** Reads by id that share one statement: how many at most, and how many statements run at once. */
+const LOOKUP_BATCH = { maxBatch: 200, maxInFlight: 4 };
+
+/**
+ * Approvals read by id for every request of the process, batched: reads that arrive while earlier
+ * ones run go together in one statement, so 10,000 long-polls opening or waking at once share
+ * about 50 queries instead of queueing 10,000 on the pool (each queued query holds its own
+ * objects). Every read names its organization, as the store's reads do.
+ */
+export class ApprovalLookups {
+  private readonly byId = new GroupCommit<{ orgId: string; id: string }, ApprovalRecord | null>(async (wanted) => {
+    const rows = await this.sql.query<ApprovalRecord>(
+      'approvals-by-id',
+      `SELECT ${SELECT_LIST} FROM approvals JOIN unnest($1::uuid[], $2::uuid[]) AS wanted (org_id, id) USING (org_id, id)`,
+      [wanted.map((lookup) => lookup.orgId), wanted.map((lookup) => lookup.id)],
+    );
+    const byKey = new Map(rows.map((row) => [`${row.orgId}/${row.id}`, row]));
+    return wanted.map((lookup) => byKey.get(`${lookup.orgId}/${lookup.id}`) ?? null);
+  }, LOOKUP_BATCH);
+
+  constructor(private readonly sql: Sql) {}
+
+  findById(orgId: string, id: string): Promise<ApprovalRecord | null> {
+    return this.byId.submit({ orgId, id });
+  }
+}
 
 /** The row as `jsonb_populate_record(NULL::approvals, ...)` reads it: column names as keys. */
 export function toApprovalRecord(orgId: string, approval: NewApproval) {

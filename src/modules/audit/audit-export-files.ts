@@ -1,48 +1,63 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import type { AuditExportStorage } from './audit-export-storage.js';
 
 /**
- * Export files in one directory (EXPORT_DIR), shared by the worker that writes them and the web
- * processes that serve them: one machine, or a volume mounted by all. Chosen over Postgres large
- * objects, which deploy anywhere but were measured at a third of `\copy` speed (README, "Audit
- * export"). A file appears under its final name only once complete.
+ * Exports as files in one directory (EXPORT_DIR), shared by the worker that writes them and the
+ * web processes that serve them: one machine, or a volume mounted by all. A file appears under its
+ * final name only once complete; until then `<id>.csv.partial` holds the pieces written so far.
  */
-export class AuditExportFiles {
+export class AuditExportFiles implements AuditExportStorage {
+  readonly inDatabase = false;
+
   constructor(private readonly dir: string) {}
 
   private path(id: string): string {
     return path.join(this.dir, `${id}.csv`);
   }
 
-  /** Streams `source` through `transforms` into the export's file; returns its size in bytes. */
-  async write(id: string, source: Readable, ...transforms: Transform[]): Promise<number> {
+  private partial(id: string): string {
+    return `${this.path(id)}.partial`;
+  }
+
+  async keep(id: string, recorded: number): Promise<number> {
     await mkdir(this.dir, { recursive: true });
-    const partial = `${this.path(id)}.partial`;
-    const file = createWriteStream(partial);
+    const size = await sizeOf(this.partial(id));
+    // Bytes past the recorded progress were written by a run that died before saving it.
+    const kept = size !== null && size >= recorded ? recorded : 0;
+    if (size !== null) await truncate(this.partial(id), kept);
+    return kept;
+  }
+
+  async write(id: string, offset: number, bytes: Buffer): Promise<void> {
+    const file = await open(this.partial(id), offset === 0 ? 'w' : 'r+');
     try {
-      await pipeline([source, ...transforms, file]);
-      await rename(partial, this.path(id));
-      return file.bytesWritten;
-    } catch (error) {
-      await rm(partial, { force: true });
-      throw error;
+      await file.write(bytes, 0, bytes.length, offset);
+    } finally {
+      await file.close();
     }
   }
 
-  /** Size of the complete file, or null when it is not there (never written, or the directory was lost). */
-  async size(id: string): Promise<number | null> {
-    try {
-      return (await stat(this.path(id))).size;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
-    }
+  async complete(id: string): Promise<void> {
+    await rename(this.partial(id), this.path(id));
   }
 
-  read(id: string): Readable {
-    return createReadStream(this.path(id));
+  async read(id: string): Promise<Readable | null> {
+    return (await sizeOf(this.path(id))) === null ? null : createReadStream(this.path(id));
+  }
+
+  async remove(id: string): Promise<void> {
+    await Promise.all([rm(this.path(id), { force: true }), rm(this.partial(id), { force: true })]);
+  }
+}
+
+async function sizeOf(file: string): Promise<number | null> {
+  try {
+    return (await stat(file)).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
   }
 }

@@ -3,14 +3,32 @@ import type { Sql } from '../../data/database.js';
 
 export interface AuditExport {
   id: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
+  status: 'queued' | 'running' | 'completed' | 'failed' | 'expired';
   filters: Record<string, string>;
   rowCount: string;
+  byteSize: string | null;
   createdAt: Date;
   completedAt: Date | null;
 }
 
-const COLUMNS = `id, status, filters, row_count AS "rowCount", created_at AS "createdAt", completed_at AS "completedAt"`;
+/** Where a running export stands: what it covers, and how far it got. */
+export interface ExportProgress {
+  /** The chain head when the export first started; it ends there however often it resumes. */
+  throughSeq: number;
+  lastSeq: number;
+  writtenBytes: number;
+  rowCount: number;
+}
+
+/** A piece of the file, whole lines only, and the progress it brings the export to. */
+export interface ExportPiece {
+  offset: number;
+  bytes: Buffer;
+  lastSeq: number;
+  rowCount: number;
+}
+
+const COLUMNS = `id, status, filters, row_count AS "rowCount", byte_size AS "byteSize", created_at AS "createdAt", completed_at AS "completedAt"`;
 
 /**
  * Bulk audit exports of one organization; every query is scoped to it. Plain SQL rather than
@@ -23,8 +41,8 @@ export class AuditExportStore {
     private readonly orgId: string,
   ) {}
 
-  private async one(name: string, text: string, values: unknown[]): Promise<AuditExport | null> {
-    const [row] = await this.sql.query<AuditExport>(name, text, [this.orgId, ...values]);
+  private async one<Row = AuditExport>(name: string, text: string, values: unknown[]): Promise<Row | null> {
+    const [row] = await this.sql.query<Row>(name, text, [this.orgId, ...values]);
     return row ?? null;
   }
 
@@ -38,23 +56,57 @@ export class AuditExportStore {
   }
 
   /**
-   * Marks the export running and returns it; null when it is already finished (a repeated job).
-   * A `running` export is taken again: its previous attempt died and the file is written anew.
+   * Marks the export running and returns it with its progress; null when it is already finished
+   * (a repeated job). A `running` export is taken again where its previous run left it: the bound
+   * `through_seq` is fixed by the first run, so every run exports the same rows.
    */
-  start(id: string): Promise<AuditExport | null> {
-    return this.one(
+  async start(id: string): Promise<{ record: AuditExport; progress: ExportProgress } | null> {
+    const row = await this.one<AuditExport & { throughSeq: string; lastSeq: string; writtenBytes: string }>(
       'audit-export-start',
-      `UPDATE audit_exports SET status = 'running', started_at = now(), row_count = 0
-       WHERE org_id = $1 AND id = $2 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`,
+      `UPDATE audit_exports SET status = 'running', started_at = coalesce(started_at, now()),
+         through_seq = coalesce(through_seq, (SELECT seq FROM audit_chain_heads WHERE org_id = $1), 0)
+       WHERE org_id = $1 AND id = $2 AND status IN ('queued', 'running')
+       RETURNING ${COLUMNS}, through_seq AS "throughSeq", last_seq AS "lastSeq", written_bytes AS "writtenBytes"`,
       [id],
     );
+    if (!row) return null;
+    const { throughSeq, lastSeq, writtenBytes, ...record } = row;
+    const progress = {
+      throughSeq: Number(throughSeq),
+      lastSeq: Number(lastSeq),
+      writtenBytes: Number(writtenBytes),
+      rowCount: Number(row.rowCount),
+    };
+    return { record, progress };
   }
 
-  async progress(id: string, rowCount: number): Promise<void> {
+  /**
+   * Saves the progress a piece brings, with the piece itself when `storeBytes` (Postgres storage):
+   * chunk and progress commit together, so a resumed export goes on exactly after the last chunk.
+   * The progress must still be where the piece starts; otherwise another run of the same export
+   * has taken over, and this one stops.
+   */
+  async savePiece(id: string, piece: ExportPiece, storeBytes: boolean): Promise<void> {
+    const saved = await this.sql.query(
+      storeBytes ? 'audit-export-save-chunk' : 'audit-export-save-progress',
+      `WITH progress AS (
+         UPDATE audit_exports SET written_bytes = $3 + $7, last_seq = $5, row_count = $6
+         WHERE org_id = $1 AND id = $2 AND status = 'running' AND written_bytes = $3 RETURNING id
+       ), chunk AS (
+         INSERT INTO audit_export_chunks (export_id, byte_offset, bytes) SELECT id, $3, $4 FROM progress WHERE $4::bytea IS NOT NULL
+       )
+       SELECT id FROM progress`,
+      [this.orgId, id, piece.offset, storeBytes ? piece.bytes : null, piece.lastSeq, piece.rowCount, piece.bytes.length],
+    );
+    if (saved.length === 0) throw new Error(`audit export ${id} is no longer at byte ${piece.offset}: another run took it over`);
+  }
+
+  /** Starts the export's file over (its earlier bytes were lost with the disk they were on). */
+  async restart(id: string): Promise<void> {
     await this.one(
-      'audit-export-progress',
-      `UPDATE audit_exports SET row_count = $3 WHERE org_id = $1 AND id = $2 AND status = 'running'`,
-      [id, rowCount],
+      'audit-export-restart',
+      `UPDATE audit_exports SET written_bytes = 0, last_seq = 0, row_count = 0 WHERE org_id = $1 AND id = $2 AND status = 'running'`,
+      [id],
     );
   }
 
@@ -67,8 +119,35 @@ export class AuditExportStore {
   }
 
   async fail(id: string): Promise<void> {
-    await this.one('audit-export-fail', `UPDATE audit_exports SET status = 'failed', completed_at = now() WHERE org_id = $1 AND id = $2`, [
-      id,
-    ]);
+    await this.one(
+      'audit-export-fail',
+      `WITH failed AS (
+         UPDATE audit_exports SET status = 'failed', completed_at = now() WHERE org_id = $1 AND id = $2 RETURNING id
+       )
+       DELETE FROM audit_export_chunks WHERE export_id IN (SELECT id FROM failed)`,
+      [id],
+    );
   }
+}
+
+/**
+ * Marks finished exports older than the retention `expired` (of every organization, at most
+ * `limit`) and deletes their chunks in the same statement; returns their ids, for storage kept
+ * outside the database.
+ */
+export async function expireAuditExports(sql: Sql, retentionHours: number, limit: number): Promise<string[]> {
+  const rows = await sql.query<{ id: string }>(
+    'audit-exports-expire',
+    `WITH expired AS (
+       UPDATE audit_exports SET status = 'expired'
+       WHERE id IN (SELECT id FROM audit_exports WHERE status IN ('completed', 'failed')
+                      AND completed_at < now() - $1 * interval '1 hour' LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING id
+     ), freed AS (
+       DELETE FROM audit_export_chunks WHERE export_id IN (SELECT id FROM expired)
+     )
+     SELECT id FROM expired`,
+    [retentionHours, limit],
+  );
+  return rows.map((row) => row.id);
 }

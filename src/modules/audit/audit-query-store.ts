@@ -20,7 +20,7 @@ const EXPORTED_COLUMNS = `seq, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-D
 const VERIFY_RANGE_TIMEOUT_MS = 10 * 60_000;
 
 /** Renders a value into the statement: a bind parameter, or a literal where none is allowed (COPY). */
-type Bind = (value: string, type: 'uuid' | 'text' | 'timestamptz') => string;
+type Bind = (value: string, type: 'uuid' | 'text' | 'timestamptz' | 'bigint') => string;
 
 function bindParameters(values: unknown[]): Bind {
   return (value, type) => `$${values.push(value)}::${type}`;
@@ -42,17 +42,26 @@ function selection(orgId: string, filters: AuditFilters, bind: Bind): string {
   return conditions.join(' AND ');
 }
 
+/** A bulk export's rows: a selection, after the seq a resumed run goes on from, up to the head fixed when it began. */
+export interface ExportSelection {
+  filters: AuditFilters;
+  afterSeq: number;
+  throughSeq: number;
+}
+
 /** A whole selection in seq order, with the exported columns; values are escaped literals. */
-export function auditExportSelectSql(orgId: string, filters: AuditFilters): string {
-  return `SELECT ${EXPORTED_COLUMNS} FROM audit_events WHERE ${selection(orgId, filters, bindLiterals)} ORDER BY seq`;
+export function auditExportSelectSql(orgId: string, { filters, afterSeq, throughSeq }: ExportSelection): string {
+  const range = `seq > ${bindLiterals(String(afterSeq), 'bigint')} AND seq <= ${bindLiterals(String(throughSeq), 'bigint')}`;
+  return `SELECT ${EXPORTED_COLUMNS} FROM audit_events WHERE ${selection(orgId, filters, bindLiterals)} AND ${range} ORDER BY seq`;
 }
 
 /**
- * `COPY (...) TO STDOUT` of a selection as CSV with the contract's header. COPY takes no bind
- * parameters, hence the literals (the values are validated before they get here).
+ * `COPY (...) TO STDOUT` of a selection as CSV, with the contract's header unless the run goes on
+ * from an earlier one. COPY takes no bind parameters, hence the literals (the values are validated
+ * before they get here).
  */
-export function auditExportCopySql(orgId: string, filters: AuditFilters): string {
-  return `COPY (${auditExportSelectSql(orgId, filters)}) TO STDOUT WITH (FORMAT csv, HEADER)`;
+export function auditExportCopySql(orgId: string, selection: ExportSelection, header: boolean): string {
+  return `COPY (${auditExportSelectSql(orgId, selection)}) TO STDOUT WITH (FORMAT csv${header ? ', HEADER' : ''})`;
 }
 
 /** Reads of one organization's audit chain. */

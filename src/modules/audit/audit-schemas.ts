@@ -105,7 +105,7 @@ export const auditPageSchema = z
 export const auditExportViewSchema = z
   .object({
     id: z.uuid(),
-    status: z.enum(['queued', 'running', 'completed', 'failed']),
+    status: z.enum(['queued', 'running', 'completed', 'failed', 'expired']),
     filters: z.record(z.string(), z.string()),
     rowCount: z.number().int().meta({ description: 'Rows written so far; the final count once completed.' }),
     createdAt: z.iso.datetime(),

@@ -1,18 +1,22 @@
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { DataLayer } from '../../data/database.js';
-import { ConflictError, NotFoundError } from '../../lib/errors.js';
+import { ConflictError, GoneError, NotFoundError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { auditExportJob } from '../../jobs/audit-export.js';
+import { RetryLater } from '../../jobs/job.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { canonicalJson, CHECKPOINT_EVENT_TYPE } from './audit-events.js';
+import { AuditExportChunks } from './audit-export-chunks.js';
 import { AuditExportFiles } from './audit-export-files.js';
+import { wholeLinePieces } from './audit-export-pieces.js';
+import type { AuditExportStorage } from './audit-export-storage.js';
 import type { CheckpointService } from './checkpoint-service.js';
 import type { Checkpoint } from './checkpoint-signing.js';
-import { AuditExportStore, type AuditExport } from './audit-export-store.js';
+import { AuditExportStore, expireAuditExports, type AuditExport } from './audit-export-store.js';
 import { auditExportCopySql, AuditQueryStore, type AuditEventRow } from './audit-query-store.js';
 import {
   AUDIT_CSV_COLUMNS,
@@ -27,13 +31,15 @@ import {
 const VERIFY_RANGE_MIN_EVENTS = 100_000;
 const VERIFY_CONCURRENCY = 4;
 
-/** How often a running export writes its row count for GET /v1/audit/exports/:id. */
-const EXPORT_PROGRESS_INTERVAL_MS = 1000;
+const HOUR_MS = 3_600_000;
 
 export interface AuditOptions {
   /** A bulk export reads through its own connection: a long COPY should not hold one of the pool's. */
   databaseUrl: string;
-  exportDir: string;
+  /** Exports as files in this directory; in Postgres when unset. */
+  exportDir: string | undefined;
+  /** How long a finished export can be downloaded before its storage is freed. */
+  exportRetentionHours: number;
 }
 
 export interface AuditPage {
@@ -49,14 +55,14 @@ export interface ExportDownload {
 }
 
 export class AuditService {
-  private readonly files: AuditExportFiles;
+  private readonly storage: AuditExportStorage;
 
   constructor(
     private readonly data: Pick<DataLayer, 'sql'>,
     private readonly deps: { jobs: JobQueues; logger: Logger; checkpoints: CheckpointService },
     private readonly options: AuditOptions,
   ) {
-    this.files = new AuditExportFiles(options.exportDir);
+    this.storage = options.exportDir ? new AuditExportFiles(options.exportDir) : new AuditExportChunks(data.sql);
   }
 
   private queries(orgId: string): AuditQueryStore {
@@ -132,44 +138,73 @@ export class AuditService {
 
   async download(tenant: Tenant, id: string): Promise<ExportDownload> {
     const record = await this.findExport(tenant.orgId, id);
+    if (record.status === 'expired' || (record.completedAt && this.isPastRetention(record.completedAt)))
+      throw new GoneError(
+        `Audit export ${id} has expired (exports are kept ${this.options.exportRetentionHours} hours); start a new export.`,
+      );
     if (record.status !== 'completed')
       throw new ConflictError(`Audit export ${id} is ${record.status}; it can be downloaded once completed.`);
-    const size = await this.files.size(id);
-    if (size === null) throw new NotFoundError(`The file of audit export ${id} is no longer available; start a new export.`);
-    return { filename: `audit-export-${id}.csv`, size, read: () => this.files.read(id) };
+    const size = Number(record.byteSize);
+    const bytes = await this.storage.read(id, size);
+    if (!bytes) throw new NotFoundError(`The file of audit export ${id} is no longer available; start a new export.`);
+    return { filename: `audit-export-${id}.csv`, size, read: () => bytes };
+  }
+
+  private isPastRetention(completedAt: Date): boolean {
+    return Date.now() - completedAt.getTime() > this.options.exportRetentionHours * HOUR_MS;
   }
 
   /**
    * The worker's side of an export: Postgres writes the CSV itself (`COPY ... TO STDOUT`, three
-   * times the speed of rows re-serialized in Node) and the bytes stream to the file, so memory
-   * stays flat whatever the size. Returns null when the export was already finished.
+   * times the speed of rows re-serialized in Node) and the bytes go to storage in pieces of whole
+   * lines, each saved with the seq of its last row, so memory stays flat whatever the size and a
+   * run that was cut off (killed, or told to stop by `signal`) is taken up after the last saved
+   * piece: the rows after its seq, up to the head fixed by the first run, give the same bytes an
+   * uninterrupted run would have. Returns null when the export was already finished.
    */
-  async runExport(orgId: string, exportId: string): Promise<{ rowCount: number; byteSize: number } | null> {
+  async runExport(orgId: string, exportId: string, signal?: AbortSignal): Promise<{ rowCount: number; byteSize: number } | null> {
     const store = this.exports(orgId);
-    const record = await store.start(exportId);
-    if (!record) return null;
+    const started = await store.start(exportId);
+    if (!started) return null;
+    const { record, progress } = started;
+    let { lastSeq, writtenBytes, rowCount } = progress;
+    if ((await this.storage.keep(exportId, writtenBytes)) !== writtenBytes) {
+      await store.restart(exportId);
+      [lastSeq, writtenBytes, rowCount] = [0, 0, 0];
+    }
     const client = new pg.Client({ connectionString: this.options.databaseUrl });
     client.on('error', (error) => this.deps.logger.warn({ err: error, exportId }, 'audit export connection error'));
     await client.connect();
-    const lines = new LineCounter();
-    const reportProgress = () =>
-      store
-        .progress(exportId, Math.max(0, lines.count - 1))
-        .catch((error: unknown) => this.deps.logger.warn({ err: error, exportId }, 'audit export progress not saved'));
-    const progress = setInterval(reportProgress, EXPORT_PROGRESS_INTERVAL_MS);
     try {
-      const copy = client.query(copyTo(auditExportCopySql(orgId, parseFilters(record.filters))));
-      const byteSize = await this.files.write(exportId, copy, lines);
-      await store.complete(exportId, copy.rowCount, byteSize);
-      return { rowCount: copy.rowCount, byteSize };
+      const selection = { filters: parseFilters(record.filters), afterSeq: lastSeq, throughSeq: progress.throughSeq };
+      const copy = client.query(copyTo(auditExportCopySql(orgId, selection, writtenBytes === 0)));
+      const from = { offset: writtenBytes, lastSeq, rowCount, header: writtenBytes === 0 };
+      for await (const piece of wholeLinePieces(copy, from)) {
+        if (!this.storage.inDatabase) await this.storage.write(exportId, piece.offset, piece.bytes);
+        await store.savePiece(exportId, piece, this.storage.inDatabase);
+        rowCount = piece.rowCount;
+        writtenBytes = piece.offset + piece.bytes.length;
+        if (signal?.aborted) throw new RetryLater(0, `audit export ${exportId} stopped at byte ${writtenBytes} for a shutdown`);
+      }
+      await this.storage.complete(exportId);
+      await store.complete(exportId, rowCount, writtenBytes);
+      return { rowCount, byteSize: writtenBytes };
     } finally {
-      clearInterval(progress);
       await client.end();
     }
   }
 
+  /** Marks the export failed and frees what it had written. */
   async failExport(orgId: string, exportId: string): Promise<void> {
     await this.exports(orgId).fail(exportId);
+    await this.storage.remove(exportId);
+  }
+
+  /** Expires finished exports past the retention, at most `limit`, and frees their storage; returns how many. */
+  async expireExports(limit: number): Promise<number> {
+    const expired = await expireAuditExports(this.data.sql, this.options.exportRetentionHours, limit);
+    for (const id of expired) await this.storage.remove(id);
+    return expired.length;
   }
 
   private async findExport(orgId: string, id: string): Promise<AuditExport> {
@@ -241,17 +276,4 @@ function toExportView(record: AuditExport): AuditExportView {
     completedAt: record.completedAt?.toISOString() ?? null,
     downloadPath: record.status === 'completed' ? `/v1/audit/exports/${record.id}/download` : null,
   };
-}
-
-/**
- * Counts newlines on their way to the file, for progress. Every CSV record is one line: no
- * exported field can hold a raw newline (`data` and `actor` are JSON, which escapes them).
- */
-class LineCounter extends Transform {
-  count = 0;
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    for (let index = chunk.indexOf(10); index !== -1; index = chunk.indexOf(10, index + 1)) this.count++;
-    done(null, chunk);
-  }
 }

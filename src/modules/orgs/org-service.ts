@@ -79,11 +79,32 @@ export class OrgService {
     return {
       orgId: grant.orgId,
       plan: grant.plan,
-      scopes: new Set(grant.scopes),
+      scopes: scopeSet(grant.scopes),
       actor: { type: 'api_key', id: grant.id },
       principal: { type: 'api_key', keyId: grant.id },
     };
   }
+}
+
+/**
+ * Scope sets shared by every request with the same scopes (at most one per combination in use),
+ * frozen: a set that changed would change what every key holding it may do.
+ */
+const scopeSets = new Map<string, ReadonlySet<string>>();
+
+function scopeSet(scopes: readonly string[]): ReadonlySet<string> {
+  const key = [...scopes].sort().join(' ');
+  let set = scopeSets.get(key);
+  if (!set) scopeSets.set(key, (set = frozenSet(scopes)));
+  return set;
+}
+
+function frozenSet<T>(values: readonly T[]): ReadonlySet<T> {
+  const set = new Set(values);
+  const refuse = () => {
+    throw new TypeError('a shared scope set cannot change');
+  };
+  return Object.freeze(Object.assign(set, { add: refuse, delete: refuse, clear: refuse }));
 }
 
 function toApiKeyView(key: { id: string; name: string | null; scopes: string[]; createdAt: Date; revokedAt: Date | null }): ApiKeyView {

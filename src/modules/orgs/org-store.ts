@@ -1,5 +1,6 @@
 import type { Database, Sql } from '../../data/database.js';
 import type { ApiKey, Organization, Plan } from '../../generated/prisma/client.js';
+import { GroupCommit } from '../../lib/group-commit.js';
 import { GENESIS_HASH } from '../audit/audit-events.js';
 
 /** What authentication needs of a key: its organization's plan comes along in the same query. */
@@ -7,6 +8,25 @@ export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'scopes' | 'revokedAt'> & P
 
 /** Organizations and their API keys: the only store that is not scoped to one organization. */
 export class OrgStore {
+  /**
+   * Every request reads its key's grant: reads that arrive while earlier ones run share one
+   * statement (up to 200, at most 4 statements at once), so a burst of requests does not queue a
+   * query each on the pool.
+   */
+  private readonly keyGrants = new GroupCommit<Buffer, KeyGrant | null>(
+    async (hashes) => {
+      const rows = await this.sql.query<KeyGrant & { keyHash: Buffer }>(
+        'key-grants',
+        `SELECT k.key_hash AS "keyHash", k.id, k.org_id AS "orgId", k.scopes, k.revoked_at AS "revokedAt", o.plan
+         FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.key_hash = ANY($1::bytea[])`,
+        [hashes],
+      );
+      const byHash = new Map(rows.map(({ keyHash, ...grant }) => [keyHash.toString('hex'), grant]));
+      return hashes.map((hash) => byHash.get(hash.toString('hex')) ?? null);
+    },
+    { maxBatch: 200, maxInFlight: 4 },
+  );
+
   constructor(
     private readonly db: Database,
     private readonly sql: Sql,
@@ -48,14 +68,8 @@ export class OrgStore {
     return (await this.db.apiKey.count({ where: { id, orgId } })) > 0;
   }
 
-  /** Runs on every request: one prepared statement joining the plan. */
-  async findKeyGrant(keyHash: Uint8Array<ArrayBuffer>): Promise<KeyGrant | null> {
-    const [row] = await this.sql.query<KeyGrant>(
-      'key-grant',
-      `SELECT k.id, k.org_id AS "orgId", k.scopes, k.revoked_at AS "revokedAt", o.plan
-       FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.key_hash = $1`,
-      [Buffer.from(keyHash)],
-    );
-    return row ?? null;
+  /** Runs on every request: one prepared statement joining the plan, shared by the reads that arrive together. */
+  findKeyGrant(keyHash: Uint8Array<ArrayBuffer>): Promise<KeyGrant | null> {
+    return this.keyGrants.submit(Buffer.from(keyHash));
   }
 }

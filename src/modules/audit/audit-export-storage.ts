@@ -1,0 +1,25 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * Where the bytes of bulk exports live. Postgres by default (`audit_export_chunks`), so that any
+ * web process serves what any worker wrote, with no shared disk; a directory (EXPORT_DIR) when
+ * chosen. Either way the export's progress (last seq, bytes written) is saved in `audit_exports`
+ * with each piece, which is what lets an interrupted export go on where it stopped.
+ */
+export interface AuditExportStorage {
+  /** True when the pieces are written by the statement that saves the progress (`AuditExportStore.savePiece`). */
+  readonly inDatabase: boolean;
+  /**
+   * Before a run: how many of the `recorded` bytes of an earlier run are still there to build on,
+   * anything past them dropped; 0 to start over.
+   */
+  keep(id: string, recorded: number): Promise<number>;
+  /** Writes a piece at its offset, before its progress is saved (storage outside the database only). */
+  write(id: string, offset: number, bytes: Buffer): Promise<void>;
+  /** The export is complete: make it readable. */
+  complete(id: string): Promise<void>;
+  /** The complete export's bytes; null when they are no longer there. */
+  read(id: string, size: number): Promise<Readable | null>;
+  /** Frees what storage outside the database holds (chunks go with their statement). */
+  remove(id: string): Promise<void>;
+}
