@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Sql } from '../../data/database.js';
 import type { AuditExportStorage } from './audit-export-storage.js';
+import type { ExportPiece } from './audit-export-store.js';
 
 /**
  * Exports stored in Postgres, in pieces of about 1 MiB of whole lines keyed by their byte offset
@@ -9,8 +10,6 @@ import type { AuditExportStorage } from './audit-export-storage.js';
  * chunk at a time through the pool, so memory stays flat whatever the size.
  */
 export class AuditExportChunks implements AuditExportStorage {
-  readonly inDatabase = true;
-
   constructor(private readonly sql: Sql) {}
 
   async keep(id: string, recorded: number): Promise<number> {
@@ -22,8 +21,11 @@ export class AuditExportChunks implements AuditExportStorage {
     return recorded;
   }
 
-  async write(): Promise<void> {}
+  append(_id: string, piece: ExportPiece, save: (bytes: Buffer | null) => Promise<void>): Promise<void> {
+    return save(piece.bytes);
+  }
 
+  /** The last chunk committed with the progress: nothing is left to do. */
   async complete(): Promise<void> {}
 
   async read(id: string, size: number): Promise<Readable | null> {
@@ -51,5 +53,6 @@ export class AuditExportChunks implements AuditExportStorage {
     );
   }
 
+  /** The chunks are deleted by the statement that fails or expires the export. */
   async remove(): Promise<void> {}
 }

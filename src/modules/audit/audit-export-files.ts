@@ -3,6 +3,7 @@ import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { AuditExportStorage } from './audit-export-storage.js';
+import type { ExportPiece } from './audit-export-store.js';
 
 /**
  * Exports as files in one directory (EXPORT_DIR), shared by the worker that writes them and the
@@ -10,8 +11,6 @@ import type { AuditExportStorage } from './audit-export-storage.js';
  * final name only once complete; until then `<id>.csv.partial` holds the pieces written so far.
  */
 export class AuditExportFiles implements AuditExportStorage {
-  readonly inDatabase = false;
-
   constructor(private readonly dir: string) {}
 
   private path(id: string): string {
@@ -31,13 +30,15 @@ export class AuditExportFiles implements AuditExportStorage {
     return kept;
   }
 
-  async write(id: string, offset: number, bytes: Buffer): Promise<void> {
-    const file = await open(this.partial(id), offset === 0 ? 'w' : 'r+');
+  /** The piece is written before its progress is saved: bytes past the progress are dropped by `keep`. */
+  async append(id: string, piece: ExportPiece, save: (bytes: Buffer | null) => Promise<void>): Promise<void> {
+    const file = await open(this.partial(id), piece.offset === 0 ? 'w' : 'r+');
     try {
-      await file.write(bytes, 0, bytes.length, offset);
+      await file.write(piece.bytes, 0, piece.bytes.length, piece.offset);
     } finally {
       await file.close();
     }
+    await save(null);
   }
 
   async complete(id: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { ExportPiece } from './audit-export-store.js';
 
 /**
  * Where the bytes of bulk exports live. Postgres by default (`audit_export_chunks`), so that any
@@ -7,15 +8,16 @@ import type { Readable } from 'node:stream';
  * with each piece, which is what lets an interrupted export go on where it stopped.
  */
 export interface AuditExportStorage {
-  /** True when the pieces are written by the statement that saves the progress (`AuditExportStore.savePiece`). */
-  readonly inDatabase: boolean;
   /**
    * Before a run: how many of the `recorded` bytes of an earlier run are still there to build on,
    * anything past them dropped; 0 to start over.
    */
   keep(id: string, recorded: number): Promise<number>;
-  /** Writes a piece at its offset, before its progress is saved (storage outside the database only). */
-  write(id: string, offset: number, bytes: Buffer): Promise<void>;
+  /**
+   * Stores a piece and saves the progress it brings with `save`, which inserts the piece itself in
+   * the same statement when handed its bytes (Postgres storage).
+   */
+  append(id: string, piece: ExportPiece, save: (bytes: Buffer | null) => Promise<void>): Promise<void>;
   /** The export is complete: make it readable. */
   complete(id: string): Promise<void>;
   /** The complete export's bytes; null when they are no longer there. */

@@ -180,8 +180,7 @@ export class AuditService {
       const copy = client.query(copyTo(auditExportCopySql(orgId, selection, writtenBytes === 0)));
       const from = { offset: writtenBytes, lastSeq, rowCount, header: writtenBytes === 0 };
       for await (const piece of wholeLinePieces(copy, from)) {
-        if (!this.storage.inDatabase) await this.storage.write(exportId, piece.offset, piece.bytes);
-        await store.savePiece(exportId, piece, this.storage.inDatabase);
+        await this.storage.append(exportId, piece, (bytes) => store.savePiece(exportId, piece, bytes));
         rowCount = piece.rowCount;
         writtenBytes = piece.offset + piece.bytes.length;
         if (signal?.aborted) throw new RetryLater(0, `audit export ${exportId} stopped at byte ${writtenBytes} for a shutdown`);
