@@ -55,14 +55,16 @@ export class Traffic {
     this.statuses.set(operation, byStatus);
   }
 
-  /** One request, counted; a dropped connection counts as `network`. */
+  /** One request, counted by its status, or by why there was none. */
   private async send(operation: Operation, request: Parameters<typeof requestJson>[0]): Promise<JsonResponse | null> {
     try {
       const response = await requestJson(request);
       this.count(operation, String(response.status));
       return response;
-    } catch {
-      this.count(operation, 'network');
+    } catch (error) {
+      // No answer: the connection was refused or reset, or the answer took longer than the timeout.
+      const code = (error as NodeJS.ErrnoException).code ?? (String(error).includes('timed out') ? 'timeout' : 'error');
+      this.count(operation, `no answer: ${code}`);
       return null;
     }
   }
