@@ -46,9 +46,17 @@ describe(`a chain of ${EVENTS} events`, () => {
   it('exports in constant memory, and the download verifies with the standalone script', async () => {
     // The worker runs in this process: its memory is this process's, sampled while it works.
     global.gc?.();
-    const startRss = process.memoryUsage().rss;
+    const start = process.memoryUsage();
+    const startRss = start.rss;
     let peakRss = startRss;
-    const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 10);
+    let peakArrayBuffers = start.arrayBuffers;
+    let peakHeapUsed = start.heapUsed;
+    const sampler = setInterval(() => {
+      const { rss, arrayBuffers, heapUsed } = process.memoryUsage();
+      peakRss = Math.max(peakRss, rss);
+      peakArrayBuffers = Math.max(peakArrayBuffers, arrayBuffers);
+      peakHeapUsed = Math.max(peakHeapUsed, heapUsed);
+    }, 10);
 
     const created = await org.request('post', '/v1/audit/exports').send({}).expect(202);
     let status = created.body;
@@ -59,7 +67,9 @@ describe(`a chain of ${EVENTS} events`, () => {
     clearInterval(sampler);
     const endRss = process.memoryUsage().rss;
     console.log(
-      `bulk export of ${EVENTS} events: RSS start ${Math.round(startRss / MB)} MB, peak ${Math.round(peakRss / MB)} MB, end ${Math.round(endRss / MB)} MB`,
+      `bulk export of ${EVENTS} events: RSS start ${Math.round(startRss / MB)} MB, peak ${Math.round(peakRss / MB)} MB, end ${Math.round(endRss / MB)} MB;` +
+        ` Buffers start ${Math.round(start.arrayBuffers / MB)} MB, peak ${Math.round(peakArrayBuffers / MB)} MB;` +
+        ` heap used start ${Math.round(start.heapUsed / MB)} MB, peak ${Math.round(peakHeapUsed / MB)} MB`,
     );
     expect(status).toMatchObject({ status: 'completed', rowCount: EVENTS });
     // The file is over 120 MB; the worker's memory moves by a fraction of it, whatever its size.
