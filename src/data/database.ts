@@ -75,7 +75,8 @@ export interface Sql {
   query<Row>(name: string | null, text: string, values: unknown[], options?: { timeoutMs?: number }): Promise<Row[]>;
 }
 
-export function poolSql(pool: pg.Pool): Sql {
+/** Statements on the pool, or on one connection of a job's own (named statements are prepared on it). */
+export function poolSql(pool: pg.Pool | pg.ClientBase): Sql {
   return {
     async query<Row>(name: string | null, text: string, values: unknown[], options?: { timeoutMs?: number }) {
       const config = { text, values, ...(name ? { name } : {}), ...(options?.timeoutMs ? { query_timeout: options.timeoutMs } : {}) };

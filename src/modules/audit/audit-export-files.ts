@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { AuditExportStorage } from './audit-export-storage.js';
+import type { AuditExportStorage, PieceWriter } from './audit-export-storage.js';
 import type { ExportPiece } from './audit-export-store.js';
 
 /**
@@ -31,14 +31,14 @@ export class AuditExportFiles implements AuditExportStorage {
   }
 
   /** The piece is written before its progress is saved: bytes past the progress are dropped by `keep`. */
-  async append(id: string, piece: ExportPiece, save: (bytes: Buffer | null) => Promise<void>): Promise<void> {
+  async append(id: string, piece: ExportPiece, writer: PieceWriter): Promise<void> {
     const file = await open(this.partial(id), piece.offset === 0 ? 'w' : 'r+');
     try {
       await file.write(piece.bytes, 0, piece.bytes.length, piece.offset);
     } finally {
       await file.close();
     }
-    await save(null);
+    await writer.saveProgress();
   }
 
   async complete(id: string): Promise<void> {

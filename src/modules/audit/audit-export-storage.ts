@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type pg from 'pg';
 import type { ExportPiece } from './audit-export-store.js';
 
 /**
@@ -13,15 +14,20 @@ export interface AuditExportStorage {
    * anything past them dropped; 0 to start over.
    */
   keep(id: string, recorded: number): Promise<number>;
-  /**
-   * Stores a piece and saves the progress it brings with `save`, which inserts the piece itself in
-   * the same statement when handed its bytes (Postgres storage).
-   */
-  append(id: string, piece: ExportPiece, save: (bytes: Buffer | null) => Promise<void>): Promise<void>;
+  /** Stores a piece and saves the progress it brings with `writer`. */
+  append(id: string, piece: ExportPiece, writer: PieceWriter): Promise<void>;
   /** The export is complete: make it readable. */
   complete(id: string): Promise<void>;
   /** The complete export's bytes; null when they are no longer there. */
   read(id: string, size: number): Promise<Readable | null>;
   /** Frees what storage outside the database holds (chunks go with their statement). */
   remove(id: string): Promise<void>;
+}
+
+/** The export's own connection for writing, and how to save a piece's progress on it. */
+export interface PieceWriter {
+  /** Nothing else runs on it while a piece is appended: storage may open a transaction there. */
+  connection: pg.ClientBase;
+  /** Saves the progress the piece brings, on `connection`; throws when another run took the export over. */
+  saveProgress(): Promise<void>;
 }

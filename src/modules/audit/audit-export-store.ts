@@ -81,22 +81,15 @@ export class AuditExportStore {
   }
 
   /**
-   * Saves the progress a piece brings, with the piece's `bytes` when given (Postgres storage):
-   * chunk and progress commit together, so a resumed export goes on exactly after the last chunk.
-   * The progress must still be where the piece starts; otherwise another run of the same export
-   * has taken over, and this one stops.
+   * Saves the progress a piece brings. The progress must still be where the piece starts;
+   * otherwise another run of the same export has taken over, and this one stops.
    */
-  async savePiece(id: string, piece: ExportPiece, bytes: Buffer | null): Promise<void> {
+  async saveProgress(id: string, piece: ExportPiece): Promise<void> {
     const saved = await this.sql.query(
-      bytes ? 'audit-export-save-chunk' : 'audit-export-save-progress',
-      `WITH progress AS (
-         UPDATE audit_exports SET written_bytes = $3 + $7, last_seq = $5, row_count = $6
-         WHERE org_id = $1 AND id = $2 AND status = 'running' AND written_bytes = $3 RETURNING id
-       ), chunk AS (
-         INSERT INTO audit_export_chunks (export_id, byte_offset, bytes) SELECT id, $3, $4 FROM progress WHERE $4::bytea IS NOT NULL
-       )
-       SELECT id FROM progress`,
-      [this.orgId, id, piece.offset, bytes, piece.lastSeq, piece.rowCount, piece.bytes.length],
+      'audit-export-save-progress',
+      `UPDATE audit_exports SET written_bytes = $3 + $4, last_seq = $5, row_count = $6
+       WHERE org_id = $1 AND id = $2 AND status = 'running' AND written_bytes = $3 RETURNING id`,
+      [this.orgId, id, piece.offset, piece.bytes.length, piece.lastSeq, piece.rowCount],
     );
     if (saved.length === 0) throw new Error(`audit export ${id} is no longer at byte ${piece.offset}: another run took it over`);
   }

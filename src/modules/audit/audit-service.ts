@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import type { DataLayer } from '../../data/database.js';
+import { poolSql, type DataLayer } from '../../data/database.js';
 import { ConflictError, GoneError, NotFoundError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { auditExportJob } from '../../jobs/audit-export.js';
@@ -172,15 +172,22 @@ export class AuditService {
       await store.restart(exportId);
       [lastSeq, writtenBytes, rowCount] = [0, 0, 0];
     }
-    const client = new pg.Client({ connectionString: this.options.databaseUrl });
-    client.on('error', (error) => this.deps.logger.warn({ err: error, exportId }, 'audit export connection error'));
-    await client.connect();
+    // COPY TO streams on the reading connection for the whole run: the pieces are written on another.
+    const reading = await this.connectForExport(exportId);
+    const writing = await this.connectForExport(exportId).catch(async (error: unknown) => {
+      await reading.end();
+      throw error;
+    });
     try {
+      const progressOnWriting = new AuditExportStore(poolSql(writing), orgId);
       const selection = { filters: parseFilters(record.filters), afterSeq: lastSeq, throughSeq: progress.throughSeq };
-      const copy = client.query(copyTo(auditExportCopySql(orgId, selection, writtenBytes === 0)));
+      const copy = reading.query(copyTo(auditExportCopySql(orgId, selection, writtenBytes === 0)));
       const from = { offset: writtenBytes, lastSeq, rowCount, header: writtenBytes === 0 };
       for await (const piece of wholeLinePieces(copy, from)) {
-        await this.storage.append(exportId, piece, (bytes) => store.savePiece(exportId, piece, bytes));
+        await this.storage.append(exportId, piece, {
+          connection: writing,
+          saveProgress: () => progressOnWriting.saveProgress(exportId, piece),
+        });
         rowCount = piece.rowCount;
         writtenBytes = piece.offset + piece.bytes.length;
         if (signal?.aborted) throw new RetryLater(0, `audit export ${exportId} stopped at byte ${writtenBytes} for a shutdown`);
@@ -189,8 +196,16 @@ export class AuditService {
       await store.complete(exportId, rowCount, writtenBytes);
       return { rowCount, byteSize: writtenBytes };
     } finally {
-      await client.end();
+      await Promise.all([reading.end(), writing.end()]);
     }
+  }
+
+  /** A bulk export's own connection: a long COPY should not hold one of the pool's. */
+  private async connectForExport(exportId: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.options.databaseUrl });
+    client.on('error', (error) => this.deps.logger.warn({ err: error, exportId }, 'audit export connection error'));
+    await client.connect();
+    return client;
   }
 
   /** Marks the export failed and frees what it had written. */
