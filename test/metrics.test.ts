@@ -81,9 +81,13 @@ describe('GET /metrics', () => {
     await org.request('get', `/v1/approvals/${expiring.body.id}?wait=5`).expect(200);
     await receiver.waitFor((deliveries) => deliveries.length >= 3);
 
+    // An attempt is counted when it ends; its job is counted completed a moment later, when BullMQ
+    // has moved it: wait for both.
     const text = await eventually(async () => {
       const scraped = (await env.http.get('/metrics').set('authorization', `Bearer ${TOKEN}`).expect(200)).text;
-      return (sample(scraped, 'approval_gate_webhook_attempts_total', { result: 'succeeded' }) ?? 0) >= 3 ? scraped : null;
+      const succeeded = sample(scraped, 'approval_gate_webhook_attempts_total', { result: 'succeeded' }) ?? 0;
+      const completed = sample(scraped, 'approval_gate_queue_jobs', { queue: 'webhook-delivery', state: 'completed' }) ?? 0;
+      return succeeded >= 3 && completed >= 3 ? scraped : null;
     });
     expect(sample(text, 'approval_gate_http_requests_total', { route: '/v1/approvals', method: 'POST', status: '200' })).toBe(1);
     expect(sample(text, 'approval_gate_http_requests_total', { route: '/v1/approvals/:id/decision', status: '200' })).toBe(1);

@@ -209,6 +209,8 @@ describe('deciding', () => {
     const dialog = page.getByRole('dialog', { name: 'Reject refund-reject' });
     await dialog.getByLabel('Feedback for the agent').fill('Refunds above 100 need a receipt.');
     await dialog.getByRole('button', { name: 'Reject' }).click();
+    // The feedback is in the dialog's field before anything is sent: the badge says it was decided.
+    await page.locator('.page-head .badge', { hasText: 'rejected' }).waitFor();
     await page.getByText('Refunds above 100 need a receipt.', { exact: true }).waitFor();
     expect(await approvalOf(org, approval.id)).toMatchObject({ status: 'rejected', feedback: 'Refunds above 100 need a receipt.' });
     await context.close();
