@@ -10,6 +10,7 @@
 //   npm run soak                              10 minutes
 //   SOAK_SECONDS=90 npm run soak              a short run (SOAK_MINUTES also works)
 //   SOAK_CREATIONS_PER_SECOND=20 SOAK_LONG_POLLERS=10 SOAK_BASE_PORT=4700 npm run soak
+//   SOAK_FAULTS=stop-postgres,restart-web npm run soak    only those faults (each still twice)
 //
 // Processes run compiled, as the Procfile does (`npm run build` first; BENCH_BUILD=0 uses dist/ as
 // it is). Their logs are kept in a temporary directory, named at the start. The last line of
@@ -52,8 +53,19 @@ const PORTS = {
 const DATABASE = 'approval_gate';
 const POLICY_KEY = 'soak';
 
-const FAULTS = ['kill-worker', 'restart-web', 'restart-redis', 'cut-postgres-connections', 'stop-postgres'] as const;
-type Fault = (typeof FAULTS)[number];
+const ALL_FAULTS = ['kill-worker', 'restart-web', 'restart-redis', 'cut-postgres-connections', 'stop-postgres'] as const;
+type Fault = (typeof ALL_FAULTS)[number];
+/** `SOAK_FAULTS=stop-postgres,restart-web` injects only those (each still twice); `none`, none. */
+const FAULTS = faultsFromEnvironment(process.env.SOAK_FAULTS);
+
+function faultsFromEnvironment(raw: string | undefined): Fault[] {
+  if (raw === undefined || raw === '') return [...ALL_FAULTS];
+  if (raw === 'none') return [];
+  const names = raw.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !(ALL_FAULTS as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`SOAK_FAULTS: ${unknown.join(', ')} unknown; faults are ${ALL_FAULTS.join(', ')} (or none)`);
+  return names as Fault[];
+}
 
 runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => {
   const logDir = mkdtempSync(path.join(tmpdir(), 'ag-soak-logs-'));
@@ -155,11 +167,12 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
     }
   };
   const schedule = [0, 1].flatMap((round) => FAULTS.map((fault) => ({ fault, round })));
-  const faultLog: { at: string; fault: Fault; what: string }[] = [];
+  const faultLog: { at: string; fault: Fault; what: string; startedAt: number; endedAt: number }[] = [];
   for (const [slot, { fault, round }] of schedule.entries()) {
     await sleep(Math.max(0, startedAt + ((slot + 1) * SECONDS * 1000) / (schedule.length + 1) - Date.now()));
+    const faultStartedAt = Date.now();
     const what = await inject(fault, round);
-    faultLog.push({ at: elapsed(), fault, what });
+    faultLog.push({ at: elapsed(), fault, what, startedAt: faultStartedAt, endedAt: Date.now() });
     log(`${elapsed()}: ${what}`);
   }
   await sleep(Math.max(0, startedAt + SECONDS * 1000 - Date.now()));
@@ -199,6 +212,12 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
       [...APPROVAL_WEBHOOK_TYPES],
     ])
   ).rows as [{ audited: number }];
+  // A creation whose policy evaluation was stopped (time limit, no evaluation worker in time) fails closed to review.
+  const { rows: stoppedEvaluations } = await db.query<{ error: string; count: number }>(
+    `SELECT regexp_replace(data::jsonb->>'evaluationError', '[0-9]+ ms', 'N ms', 'g') AS error, count(*)::int AS count
+       FROM audit_events WHERE org_id = $1 AND type = 'approval.created' AND data::jsonb ? 'evaluationError' GROUP BY 1 ORDER BY 2 DESC`,
+    [orgId],
+  );
   const { rows: deliveryRows } = await db.query<{ status: string; count: number }>(
     'SELECT status, count(*)::int AS count FROM webhook_deliveries WHERE org_id = $1 GROUP BY status',
     [orgId],
@@ -218,6 +237,24 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
   const verification = (await expectJson(200, { port, method: 'GET', path: '/v1/audit?verify=true&limit=1', key, timeoutMs: 120_000 }))
     .verification as { intact: boolean; count: number; brokenAtSeq: number | null };
 
+  // Each request that got no answer, put down to the fault whose window (from its injection to its
+  // end) overlapped the request's wait, and to the web process its connection was piped to.
+  const unanswered = traffic.unanswered.map(({ operation, sentAt, timeoutMs, localPort }) => {
+    const fault = faultLog.findLast((entry) => entry.startedAt <= sentAt + timeoutMs && entry.endedAt >= sentAt);
+    const backend = localPort === undefined ? undefined : proxy.backendOf(localPort);
+    return {
+      operation,
+      sentAtSecond: Math.round((sentAt - startedAt) / 1000),
+      fault: fault ? `${fault.fault} at ${fault.at}` : 'no fault',
+      web: backend === undefined ? 'unknown' : `web ${PORTS.webs.indexOf(backend)}`,
+    };
+  });
+  const unansweredByCause = new Map<string, number>();
+  for (const { operation, fault, web } of unanswered) {
+    const cause = `${operation}|${fault}|${web}`;
+    unansweredByCause.set(cause, (unansweredByCause.get(cause) ?? 0) + 1);
+  }
+
   const statuses = Object.fromEntries(
     [...traffic.statuses].map(([operation, byStatus]) => [operation, Object.fromEntries([...byStatus].sort())]),
   );
@@ -226,12 +263,14 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
     faults: faultLog,
     responses: statuses,
     abandonedAfterRetries: traffic.abandoned,
+    unanswered: Object.fromEntries(unansweredByCause),
     approvals: {
       acknowledgedCreated: ids.length,
       acknowledgedDecided: traffic.acknowledged.decided.size,
       inDatabase: Object.fromEntries(totals.map((row) => [row.status, row.count])),
       lostCreations: lostCreations.length,
       lostDecisions: lostDecisions.length,
+      evaluationsStopped: Object.fromEntries(stoppedEvaluations.map((row) => [row.error, row.count])),
     },
     webhooks: {
       expected: expected.length,
@@ -268,6 +307,19 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
       ),
     ),
   );
+  console.log('\nRequests with no answer in time, by the fault they overlapped and the web process they went to:\n');
+  console.log(
+    formatTable(
+      ['operation', 'fault', 'web', 'requests', 'sent at (s)'],
+      [...unansweredByCause].map(([cause, count]) => {
+        const [operation, fault, web] = cause.split('|');
+        const seconds = unanswered
+          .filter((entry) => `${entry.operation}|${entry.fault}|${entry.web}` === cause)
+          .map((entry) => entry.sentAtSecond);
+        return [operation!, fault!, web!, count, `${Math.min(...seconds)}-${Math.max(...seconds)}`];
+      }),
+    ),
+  );
   console.log('\nWhat was promised against what is there:\n');
   console.log(
     formatTable(
@@ -279,6 +331,7 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
         ['  of them not recorded as acknowledged', lostDecisions.length],
         ['requests abandoned after 20 tries', traffic.abandoned],
         ['approvals in the database by status', JSON.stringify(figures.approvals.inDatabase)],
+        ['  policy evaluations stopped (failed closed to review)', JSON.stringify(figures.approvals.evaluationsStopped)],
         ['webhook events expected (outbox)', expected.length],
         ['  audit events of those types', audited],
         ['  delivered (by event id)', figures.webhooks.delivered],

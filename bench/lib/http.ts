@@ -52,7 +52,10 @@ export function requestJson(options: {
         });
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`${options.method} ${options.path} timed out`)));
+    // The local port names the connection, so a caller can ask a proxy where it went.
+    req.on('timeout', () =>
+      req.destroy(Object.assign(new Error(`${options.method} ${options.path} timed out`), { localPort: req.socket?.localPort })),
+    );
     req.on('error', reject);
     if (options.onSent) req.on('finish', options.onSent);
     req.end(payload);

@@ -5,18 +5,22 @@ import { once } from 'node:events';
 
 export interface RoundRobinProxy {
   port: number;
+  /** The backend port a client connection (named by the client's local port) was piped to. */
+  backendOf(clientPort: number): number | undefined;
   close(): Promise<void>;
 }
 
 export async function startRoundRobinProxy(port: number, backends: number[]): Promise<RoundRobinProxy> {
   let next = 0;
   const sockets = new Set<net.Socket>();
+  const backendByClientPort = new Map<number, number>();
   const connect = (client: net.Socket, tries: number) => {
     const backendPort = backends[next++ % backends.length]!;
     const upstream = net.connect(backendPort, '127.0.0.1');
     let connected = false;
     upstream.once('connect', () => {
       connected = true;
+      backendByClientPort.set(client.remotePort!, backendPort);
       upstream.once('close', () => client.destroy());
       client.once('close', () => upstream.destroy());
       client.pipe(upstream).pipe(client);
@@ -37,6 +41,7 @@ export async function startRoundRobinProxy(port: number, backends: number[]): Pr
   await once(server, 'listening');
   return {
     port,
+    backendOf: (clientPort) => backendByClientPort.get(clientPort),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));

@@ -14,6 +14,14 @@ export interface Acknowledged {
   decided: Map<string, 'approved' | 'rejected'>;
 }
 
+/** A request that got no answer within its timeout: when it was sent, and on which connection. */
+export interface Unanswered {
+  operation: Operation;
+  sentAt: number;
+  timeoutMs: number;
+  localPort: number | undefined;
+}
+
 export interface TrafficOptions {
   port: number;
   key: string;
@@ -33,6 +41,7 @@ export class Traffic {
   readonly acknowledged: Acknowledged = { created: new Map(), decided: new Map() };
   /** Requests given up on after every retry failed. */
   abandoned = 0;
+  readonly unanswered: Unanswered[] = [];
   private readonly pending: { id: string; at: number }[] = [];
   private running = true;
   private readonly loops: Promise<void>[] = [];
@@ -57,6 +66,7 @@ export class Traffic {
 
   /** One request, counted by its status, or by why there was none. */
   private async send(operation: Operation, request: Parameters<typeof requestJson>[0]): Promise<JsonResponse | null> {
+    const sentAt = Date.now();
     try {
       const response = await requestJson(request);
       this.count(operation, String(response.status));
@@ -64,6 +74,10 @@ export class Traffic {
     } catch (error) {
       // No answer: the connection was refused or reset, or the answer took longer than the timeout.
       const code = (error as NodeJS.ErrnoException).code ?? (String(error).includes('timed out') ? 'timeout' : 'error');
+      if (code === 'timeout') {
+        const { localPort } = error as { localPort?: number };
+        this.unanswered.push({ operation, sentAt, timeoutMs: request.timeoutMs!, localPort });
+      }
       this.count(operation, `no answer: ${code}`);
       return null;
     }
