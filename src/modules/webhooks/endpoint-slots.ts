@@ -54,8 +54,6 @@ export class EndpointSlots {
    * Takes a slot, waiting up to `maxWaitMs` for one: a slot of a busy but healthy endpoint frees
    * within milliseconds, and when this process frees it the oldest waiter here tries at once
    * (Redis still decides, so other processes compete fairly and the limit holds across them).
-   * At most `limit` attempts of this process wait per endpoint; the rest give up at once, so an
-   * endpoint that stays full (slow or hanging) cannot park every worker slot.
    */
   async acquireWithin(endpointId: string, holder: string, maxWaitMs: number): Promise<boolean> {
     // Slots freed by other processes, or by a lapsed hold, wake nobody here: look again meanwhile.
@@ -64,7 +62,7 @@ export class EndpointSlots {
     while (!(await this.acquire(endpointId, holder))) {
       const remainingMs = deadline - Date.now();
       const queue = this.waiting.get(endpointId) ?? [];
-      if (remainingMs <= 0 || queue.length >= this.limit) return false;
+      if (remainingMs <= 0) return false;
       await new Promise<void>((wake) => {
         const timer = setTimeout(done, Math.min(remainingMs, recheckMs));
         function done(): void {
