@@ -60,6 +60,15 @@ describe('endpoint slots', () => {
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(await slots.acquire('endpoint-c', 'next')).toBe(true);
   });
+
+  it('hands a slot this process frees to the attempt waiting for it, and gives up after the wait', async () => {
+    const slots = new EndpointSlots(redis, prefix, 1, 30_000);
+    expect(await slots.acquire('endpoint-d', 'first')).toBe(true);
+    const waiting = slots.acquireWithin('endpoint-d', 'second', 5_000);
+    setTimeout(() => void slots.release('endpoint-d', 'first'), 50);
+    expect(await waiting).toBe(true);
+    expect(await slots.acquireWithin('endpoint-d', 'third', 100)).toBe(false);
+  });
 });
 
 describe('WORKER_QUEUES', () => {

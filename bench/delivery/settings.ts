@@ -8,8 +8,8 @@ export const BUILD = envFlag('BENCH_BUILD', true);
 export const PROFILE = envFlag('BENCH_PROFILE', true);
 /** Passed to the worker, and the ceiling worker's concurrency. */
 export const DELIVERY_CONCURRENCY = envInt('WEBHOOK_DELIVERY_CONCURRENCY', 50);
-/** Not set by the bench: the product default (5) unless the environment says otherwise. */
-export const ENDPOINT_CONCURRENCY = process.env.WEBHOOK_ENDPOINT_CONCURRENCY || '5 (default)';
+/** Not set by the bench: the product default (10) unless the environment says otherwise. */
+export const ENDPOINT_CONCURRENCY = process.env.WEBHOOK_ENDPOINT_CONCURRENCY || '10 (default)';
 export const WORKER_LOCK_DURATION_MS = envInt('WORKER_LOCK_DURATION_MS', 30_000);
 export const CEILING_JOBS = envInt('BENCH_CEILING_JOBS', 20_000);
 export const CEILING_CHUNK = envInt('BENCH_CEILING_CHUNK', 1_000);

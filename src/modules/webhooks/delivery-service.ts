@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../lib/logger.js';
 import { webhookDeliveryJob } from '../../consumers/webhooks/webhook-delivery.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
@@ -22,7 +21,12 @@ export interface DeliveryOptions {
 
 const actor: Actor = { type: 'system', id: 'webhook-delivery' };
 
-const SLOT_RETRY_PAUSES_MS = [5, 10, 20, 40];
+/**
+ * A slot of a busy but healthy endpoint frees within milliseconds, so an attempt waits this long
+ * for one before giving the job back to the queue; an endpoint that stays full (slow or hanging)
+ * costs this much per job.
+ */
+const SLOT_WAIT_MS = 75;
 
 /** Delivers webhooks one attempt at a time, with the retry schedule of contract C5. */
 export class DeliveryService {
@@ -38,6 +42,9 @@ export class DeliveryService {
   /**
    * Creates one delivery per (event, subscribed enabled endpoint) and returns every delivery of
    * these events still waiting for its first attempt, including those an interrupted relay made.
+   * They come in turns across endpoints (each endpoint's first, then each one's second, ...): queued
+   * in this order, the worker's slots spread over the endpoints instead of filling one endpoint's
+   * share and putting the rest of its jobs back.
    */
   fanOut(eventIds: readonly string[]): Promise<PendingDelivery[]> {
     return this.store.fanOut(eventIds);
@@ -55,7 +62,7 @@ export class DeliveryService {
       await this.store.abandon(deliveryId, new Date());
       return 'skipped';
     }
-    if (!(await this.acquireSlot(target.endpoint.id, holder))) return 'busy';
+    if (!(await this.slots.acquireWithin(target.endpoint.id, holder, SLOT_WAIT_MS))) return 'busy';
 
     let result: AttemptResult;
     const attemptedAt = new Date();
@@ -69,41 +76,38 @@ export class DeliveryService {
         allowPrivate: this.options.allowPrivate,
         ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
       });
-    } finally {
+    } catch (error) {
       await this.slots.release(target.endpoint.id, holder);
+      throw error;
     }
+    // Freed while the attempt is recorded rather than before, a round trip less on every attempt;
+    // a release Redis refuses is only logged, as the hold lapses by itself.
+    const released = this.slots.release(target.endpoint.id, holder).catch((error: unknown) => {
+      this.logger.warn({ err: error, deliveryId }, 'could not free an endpoint slot; it frees when its hold lapses');
+    });
 
     const resolution = this.resolve(target, attempt, result, attemptedAt);
-    const recorded = await this.store.recordAttempt(
-      target,
-      {
-        attempt,
-        attemptedAt,
-        durationMs: result.durationMs,
-        statusCode: result.statusCode,
-        error: result.error,
-        responseBody: result.responseBody,
-      },
-      resolution,
-      actor,
-    );
+    const [recorded] = await Promise.all([
+      this.store.recordAttempt(
+        target,
+        {
+          attempt,
+          attemptedAt,
+          durationMs: result.durationMs,
+          statusCode: result.statusCode,
+          error: result.error,
+          responseBody: result.responseBody,
+        },
+        resolution,
+        actor,
+      ),
+      released,
+    ]);
     if (!recorded) return 'skipped';
     this.metrics.webhookAttempts.inc({ result: resolution.kind });
     this.metrics.webhookDuration.observe({ result: resolution.kind }, result.durationMs / 1000);
     await this.afterAttempt(target, attempt, resolution);
     return resolution.kind;
-  }
-
-  /**
-   * A slot of a busy but healthy endpoint frees within milliseconds, so wait briefly before giving
-   * the job back to the queue; an endpoint that stays full (slow or hanging) costs ~75 ms per job.
-   */
-  private async acquireSlot(endpointId: string, holder: string): Promise<boolean> {
-    for (const pauseMs of SLOT_RETRY_PAUSES_MS) {
-      if (await this.slots.acquire(endpointId, holder)) return true;
-      await sleep(pauseMs);
-    }
-    return this.slots.acquire(endpointId, holder);
   }
 
   private resolve(target: AttemptTarget, attempt: number, result: AttemptResult, now: Date): AttemptResolution {

@@ -100,11 +100,14 @@ export class DeliveryStore {
          JOIN webhook_endpoints e ON e.org_id = o.org_id AND e.enabled AND o.event_type = ANY (e.events)
          WHERE o.event_id = ANY ($1::uuid[])
          ON CONFLICT (event_id, endpoint_id) DO NOTHING
-         RETURNING id, attempt_count)
-       SELECT id, attempt_count AS "attemptCount" FROM created
-       UNION ALL
-       SELECT id, attempt_count FROM webhook_deliveries
-       WHERE event_id = ANY ($1::uuid[]) AND status = 'pending' AND attempt_count = 0`,
+         RETURNING id, endpoint_id, attempt_count),
+       pending AS (
+         SELECT id, endpoint_id, attempt_count FROM created
+         UNION ALL
+         SELECT id, endpoint_id, attempt_count FROM webhook_deliveries
+         WHERE event_id = ANY ($1::uuid[]) AND status = 'pending' AND attempt_count = 0)
+       SELECT id, attempt_count AS "attemptCount" FROM pending
+       ORDER BY row_number() OVER (PARTITION BY endpoint_id), endpoint_id`,
       [eventIds],
     );
   }
