@@ -7,6 +7,7 @@ import { CONSUMERS } from './consumers/registry.js';
 import { JobQueues } from './jobs/job-queues.js';
 import { jobsFor } from './jobs/registry.js';
 import type { Logger } from './lib/logger.js';
+import { UnavailableError } from './lib/errors.js';
 import { createMailer, type Mailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
@@ -117,7 +118,12 @@ export async function createServices(
     {
       freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
       orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
-      writeBatch: { maxBatch: config.WRITE_BATCH_MAX, maxInFlight: config.WRITE_BATCH_IN_FLIGHT },
+      writeBatch: {
+        maxBatch: config.WRITE_BATCH_MAX,
+        maxInFlight: config.WRITE_BATCH_IN_FLIGHT,
+        // Waiting for a write slot is waiting for the database, bounded as waiting for a connection is.
+        queueDeadline: { ms: config.DATABASE_CONNECT_TIMEOUT_MS, error: () => new UnavailableError() },
+      },
     },
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);

@@ -1,5 +1,6 @@
 interface Pending<Item, Result> {
   item: Item;
+  queuedAt: number;
   resolve: (result: Result) => void;
   reject: (error: unknown) => void;
 }
@@ -11,6 +12,12 @@ export interface GroupCommitOptions {
   maxInFlight: number;
   /** Told the size of every batch as it starts: how many calls share a commit. */
   onBatch?: (size: number) => void;
+  /**
+   * A call still queued this long after it was submitted is refused with `error()` instead of run:
+   * when the database is slow or gone, a backlog is shed with an answer that says "retry" rather
+   * than waiting behind batches that may each take their whole query timeout.
+   */
+  queueDeadline?: { ms: number; error: () => Error };
 }
 
 /**
@@ -31,12 +38,13 @@ export class GroupCommit<Item, Result> {
 
   submit(item: Item): Promise<Result> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ item, queuedAt: performance.now(), resolve, reject });
       this.drain();
     });
   }
 
   private drain(): void {
+    this.refuseOverdue();
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight++;
@@ -46,6 +54,14 @@ export class GroupCommit<Item, Result> {
         this.drain();
       });
     }
+  }
+
+  /** The queue is in submission order, so the overdue calls are at its head. */
+  private refuseOverdue(): void {
+    const deadline = this.options.queueDeadline;
+    if (!deadline) return;
+    const oldestAllowed = performance.now() - deadline.ms;
+    while (this.queue.length > 0 && this.queue[0]!.queuedAt < oldestAllowed) this.queue.shift()!.reject(deadline.error());
   }
 
   private async runBatch(batch: Pending<Item, Result>[]): Promise<void> {

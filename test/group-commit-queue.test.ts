@@ -1,0 +1,52 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { UnavailableError } from '../src/lib/errors.js';
+import { GroupCommit } from '../src/lib/group-commit.js';
+
+/** A batch runner the test releases by hand, as a database that stopped answering would be. */
+function heldRunner() {
+  const releases: (() => void)[] = [];
+  const batches: number[][] = [];
+  const run = async (items: number[]) => {
+    batches.push(items);
+    await new Promise<void>((resolve) => releases.push(resolve));
+    return items.map((item) => item * 10);
+  };
+  return { run, batches, releaseAll: () => releases.splice(0).forEach((release) => release()) };
+}
+
+describe('group commit queue deadline', () => {
+  it('refuses calls that waited past the deadline for a write slot with the deadline error, and runs the others', async () => {
+    const runner = heldRunner();
+    const writes = new GroupCommit(runner.run, {
+      maxBatch: 64,
+      maxInFlight: 1,
+      queueDeadline: { ms: 100, error: () => new UnavailableError() },
+    });
+    const first = writes.submit(1);
+    const overdue = [writes.submit(2), writes.submit(3)].map((call) => call.catch((error: unknown) => error));
+    await sleep(150);
+    const inTime = writes.submit(4);
+    runner.releaseAll();
+
+    expect(await first).toBe(10);
+    for (const refused of await Promise.all(overdue)) expect(refused).toMatchObject({ status: 503, code: 'unavailable' });
+    await sleep(10);
+    runner.releaseAll();
+    expect(await inTime).toBe(40);
+    // The overdue calls never reached the database.
+    expect(runner.batches).toEqual([[1], [4]]);
+  });
+
+  it('keeps every queued call without a deadline', async () => {
+    const runner = heldRunner();
+    const writes = new GroupCommit(runner.run, { maxBatch: 64, maxInFlight: 1 });
+    const calls = [writes.submit(1), writes.submit(2), writes.submit(3)];
+    await sleep(50);
+    runner.releaseAll();
+    await sleep(10);
+    runner.releaseAll();
+    expect(await Promise.all(calls)).toEqual([10, 20, 30]);
+    expect(runner.batches).toEqual([[1], [2, 3]]);
+  });
+});
