@@ -30,8 +30,8 @@ export function createApp(services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(recordRequests(services.metrics));
   app.use(logRequests(app, services.logger));
+  app.use(recordRequests(services.metrics));
 
   const routes = [
     ...approvalRoutes(services.approvals, services.approvalFeed),

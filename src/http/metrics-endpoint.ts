@@ -3,6 +3,7 @@ import type { RequestHandler, Response } from 'express';
 import type { Metrics } from '../lib/metrics.js';
 import { secretsEqual } from '../lib/secret-tokens.js';
 import type { DocumentedOperation } from './openapi.js';
+import { elapsedMs } from './request-log.js';
 
 /** GET /metrics in the OpenAPI document (served only when METRICS_TOKEN is set). */
 export const metricsOperation: DocumentedOperation = {
@@ -20,22 +21,20 @@ export const metricsOperation: DocumentedOperation = {
   },
 };
 
-const startedAt = Symbol('request started at');
-
 /**
  * Counts every answered request by its route template (not its URL: ids would explode the series).
- * One listener function serves every request; each keeps only its start time.
+ * One listener function serves every request; the duration is from the request log's start time,
+ * so it must be mounted after logRequests.
  */
 export function recordRequests(metrics: Metrics): RequestHandler {
-  function record(this: Response & { [startedAt]: number }): void {
+  function record(this: Response): void {
     const { req } = this;
     const route = req.route ? `${req.baseUrl}${String((req.route as { path: string }).path)}` : 'unmatched';
     const labels = { route, method: req.method, status: String(this.statusCode) };
     metrics.httpRequests.inc(labels);
-    metrics.httpDuration.observe(labels, (performance.now() - this[startedAt]) / 1000);
+    metrics.httpDuration.observe(labels, elapsedMs(this) / 1000);
   }
   return (_req, res, next) => {
-    (res as Response & { [startedAt]: number })[startedAt] = performance.now();
     res.on('finish', record);
     next();
   };

@@ -45,6 +45,15 @@ export interface DocumentedOperation {
 /** A text/html answer of a documented operation. */
 export const htmlContent = { 'text/html': { schema: { type: 'string' } } };
 
+/** A required HTML-form body (application/x-www-form-urlencoded) with these string fields. */
+export function formBody(required: string[], properties: Record<string, { maxLength?: number; description?: string }>) {
+  const fields = Object.fromEntries(Object.entries(properties).map(([name, field]) => [name, { type: 'string', ...field }]));
+  return {
+    required: true,
+    content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required, properties: fields } } },
+  };
+}
+
 /** A problem+json answer of a documented operation. */
 export const problemContent = { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } };
 

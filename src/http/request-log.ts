@@ -35,7 +35,7 @@ export function logRequests(app: Express, logger: Logger): RequestHandler {
 
   function logCompletion(this: TimedResponse): void {
     const req = this.req;
-    const responseTime = Date.now() - this[startedAt];
+    const responseTime = Math.round(elapsedMs(this));
     const line = { req: requestFields(req), res: { statusCode: this.statusCode }, responseTime };
     const url = req.originalUrl ?? req.url;
     logger[this.statusCode >= 500 ? 'error' : 'info'](line, `${req.method} ${url} ${this.statusCode} ${responseTime} ms`);
@@ -45,10 +45,15 @@ export function logRequests(app: Express, logger: Logger): RequestHandler {
     const incoming = req.headers['x-request-id'];
     req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('x-request-id', req.id);
-    (res as unknown as TimedResponse)[startedAt] = Date.now();
+    (res as unknown as TimedResponse)[startedAt] = performance.now();
     res.on('close', logCompletion);
     next();
   };
+}
+
+/** Milliseconds since logRequests saw the request: the one start time the log and the metrics share. */
+export function elapsedMs(res: ServerResponse): number {
+  return performance.now() - (res as TimedResponse)[startedAt];
 }
 
 function requestFields(req: RoutedRequest): { id: string; method: string | undefined; url: string | undefined } {

@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import type { SlackInteractions } from '../modules/slack/slack-interactions.js';
-import { problemContent, type DocumentedOperation } from './openapi.js';
+import { formBody, problemContent, type DocumentedOperation } from './openapi.js';
 
 /** Slack's side of the integration in the OpenAPI document. */
 export const slackInteractionOperation: DocumentedOperation = {
@@ -16,18 +16,7 @@ export const slackInteractionOperation: DocumentedOperation = {
       { name: 'x-slack-request-timestamp', in: 'header', required: true, schema: { type: 'string' } },
       { name: 'x-slack-signature', in: 'header', required: true, schema: { type: 'string' } },
     ],
-    requestBody: {
-      required: true,
-      content: {
-        'application/x-www-form-urlencoded': {
-          schema: {
-            type: 'object',
-            required: ['payload'],
-            properties: { payload: { type: 'string', description: "Slack's JSON payload." } },
-          },
-        },
-      },
-    },
+    requestBody: formBody(['payload'], { payload: { description: "Slack's JSON payload." } }),
     responses: {
       200: {
         description: 'Handled: empty, or a JSON answer for Slack (modal errors).',

@@ -1,7 +1,7 @@
 import express, { type ErrorRequestHandler, type Express, type Response } from 'express';
 import { z } from 'zod';
 import type { DecisionLinkService } from '../../modules/links/decision-link-service.js';
-import { htmlContent, type DocumentedOperation } from '../openapi.js';
+import { formBody, htmlContent, type DocumentedOperation } from '../openapi.js';
 import { consoleUrl } from '../../modules/notifications/approval-notice.js';
 import { failurePage, inspectionPage, invalidFormPage, LINK_PAGE_HEADERS, outcomePage, type LinkPage } from './link-pages.js';
 
@@ -46,21 +46,10 @@ export const decisionLinkOperations: DocumentedOperation[] = [
       tags: ['decision links'],
       security: [],
       parameters: [tokenParameter],
-      requestBody: {
-        required: true,
-        content: {
-          'application/x-www-form-urlencoded': {
-            schema: {
-              type: 'object',
-              required: ['nonce'],
-              properties: {
-                nonce: { type: 'string', maxLength: 200, description: "The hidden nonce of the link's own page." },
-                feedback: { type: 'string', maxLength: 5000 },
-              },
-            },
-          },
-        },
-      },
+      requestBody: formBody(['nonce'], {
+        nonce: { maxLength: 200, description: "The hidden nonce of the link's own page." },
+        feedback: { maxLength: 5000 },
+      }),
       responses: {
         200: page('The vote is recorded: the request is settled, or waits for the rest of its quorum.'),
         403: page('The member may not decide this request; the page says why.'),
