@@ -48,7 +48,6 @@ const PORTS = {
   redis: BASE_PORT + 1,
   proxy: BASE_PORT + 2,
   webs: [BASE_PORT + 3, BASE_PORT + 4],
-  receiver: BASE_PORT + 5,
 };
 const DATABASE = 'approval_gate';
 const POLICY_KEY = 'soak';
@@ -114,7 +113,7 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
   }
   const proxy = await startRoundRobinProxy(PORTS.proxy, PORTS.webs);
   cleanup(() => proxy.close());
-  const receiver = await startWebhookReceiver(PORTS.receiver, RECEIVER_FAIL_EVERY);
+  const receiver = await startWebhookReceiver(RECEIVER_FAIL_EVERY);
   cleanup(() => receiver.close());
 
   const port = PORTS.proxy;

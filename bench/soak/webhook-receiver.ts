@@ -1,8 +1,8 @@
-// The soak's webhook receiver: records every delivery by event id (body `id`) with the delivery
-// ids it came under (`x-service-webhook-id`), and refuses one request in `failEvery` with a 503,
-// so that retries are part of the mix.
-import http from 'node:http';
-import { once } from 'node:events';
+// The soak's webhook receiver: the tests' receiver (test/support/webhook-receiver.ts), counting
+// every delivery by event id (body `id`) with the delivery ids it came under
+// (`x-service-webhook-id`), and refusing one request in `failEvery` with a 503, so that retries
+// are part of the mix.
+import { startReceiver } from '../../test/support/webhook-receiver.js';
 
 export interface WebhookReceiver {
   url: string;
@@ -14,35 +14,25 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-export async function startWebhookReceiver(port: number, failEvery: number): Promise<WebhookReceiver> {
-  let requests = 0;
+export async function startWebhookReceiver(failEvery: number): Promise<WebhookReceiver> {
+  const server = await startReceiver();
   const receiver: WebhookReceiver = {
-    url: `http://127.0.0.1:${port}/hooks`,
+    url: server.url('/hooks'),
     deliveries: new Map(),
     accepted: 0,
     refused: 0,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => server.close(),
   };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      if (++requests % failEvery === 0) {
-        receiver.refused++;
-        res.writeHead(503).end();
-        return;
-      }
-      const eventId = String((JSON.parse(Buffer.concat(chunks).toString()) as { id?: unknown }).id);
-      const deliveryId = String(req.headers['x-service-webhook-id']);
-      const ids = receiver.deliveries.get(eventId) ?? new Set<string>();
-      ids.add(deliveryId);
-      receiver.deliveries.set(eventId, ids);
-      receiver.accepted++;
-      res.writeHead(204).end();
-    });
+  server.respond('/hooks', (delivery, n) => {
+    if (n % failEvery === 0) {
+      receiver.refused++;
+      return { status: 503 };
+    }
+    const ids = receiver.deliveries.get(delivery.body.id) ?? new Set<string>();
+    ids.add(String(delivery.headers['x-service-webhook-id']));
+    receiver.deliveries.set(delivery.body.id, ids);
+    receiver.accepted++;
+    return { status: 204 };
   });
-  server.keepAliveTimeout = 1000;
-  server.listen(port, '127.0.0.1');
-  await once(server, 'listening');
   return receiver;
 }
