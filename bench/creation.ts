@@ -3,6 +3,7 @@
 //
 //   npm run bench:creation                          20 s measured per scenario, 3 runs
 //   BENCH_DURATION=5 BENCH_RUNS=1 npm run bench:creation
+//   BENCH_SCENARIOS='1 org' npm run bench:creation    only the scenarios whose names contain one of these (comma-separated)
 //
 // BENCH_WARMUP (default 5 s) runs before every measurement and is not counted. The last line of
 // stdout is the figures as JSON.
@@ -10,13 +11,17 @@ import { mapConcurrent } from './lib/concurrency.js';
 import { formatTable, median, round } from './lib/figures.js';
 import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
 import { putPolicy } from './lib/http.js';
-import { measure, type Measurement, type Target } from './lib/load.js';
+import { measure, type CpuWatch, type Measurement, type Target } from './lib/load.js';
 import { startHelloServer, startWebServer } from './lib/processes.js';
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 
 const DURATION_S = envNumber('BENCH_DURATION', 20);
 const WARMUP_S = envNumber('BENCH_WARMUP', 5);
 const RUNS = envInt('BENCH_RUNS', 3);
+const SCENARIO_FILTER = (process.env.BENCH_SCENARIOS ?? '')
+  .split(',')
+  .map((part) => part.trim())
+  .filter(Boolean);
 const CONNECTIONS = 50;
 const ORG_COUNT = 100;
 const DATABASE = 'approval_gate_bench';
@@ -52,12 +57,19 @@ function summarize(runs: Measurement[], ratios: number[] = runs.map(() => 1)) {
     p50Ms: median(runs.map((m) => m.p50Ms)),
     p99Ms: median(runs.map((m) => m.p99Ms)),
     ratioToCeiling: round(median(ratios), 3),
+    cpuMsPerRequest: medianCpu(runs),
     non2xx: total((m) => m.non2xx),
     errors: total((m) => m.errors),
     timeouts: total((m) => m.timeouts),
     unexpected2xx: total((m) => m.unexpected2xx),
     runs,
   };
+}
+
+/** Per process, the median over the runs of its CPU ms per request. */
+function medianCpu(runs: Measurement[]): Record<string, number> {
+  const labels = Object.keys(runs[0]?.cpuMsPerRequest ?? {});
+  return Object.fromEntries(labels.map((label) => [label, median(runs.map((m) => m.cpuMsPerRequest?.[label] ?? NaN))]));
 }
 
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
@@ -114,17 +126,19 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
     creationTarget(`pending, ${ORG_COUNT} orgs`, 'bench-review', orgs),
     creationTarget('auto-approve, 1 org', 'bench-allow', orgs.slice(0, 1)),
     creationTarget(`auto-approve, ${ORG_COUNT} orgs`, 'bench-allow', orgs),
-  ];
+  ].filter((target) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((part) => target.name.includes(part)));
+  const ceilingWatch: CpuWatch = { pids: { hello: hello.pid }, postgresDatabase: DATABASE };
+  const apiWatch: CpuWatch = { pids: { web: api.pid }, postgresDatabase: DATABASE };
 
   const ceilingRuns: Measurement[] = [];
   const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[], batches: new Map<string, number>() }));
   for (let run = 1; run <= RUNS; run++) {
     log(`--- run ${run}/${RUNS}`);
-    const ceiling = await measure(ceilingTarget, LOAD);
+    const ceiling = await measure(ceilingTarget, LOAD, ceilingWatch);
     ceilingRuns.push(ceiling);
     for (const [i, target] of scenarios.entries()) {
       const before = await batchSizeBuckets();
-      const measured = await measure(target, LOAD);
+      const measured = await measure(target, LOAD, apiWatch);
       for (const [bucket, count] of await batchSizeBuckets()) {
         scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
       }
@@ -168,6 +182,11 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
     );
   }
   if (troubled.length === 0) console.log('\nNo non-2xx responses, errors or unexpected statuses.');
+  console.log('\nCPU ms per request by process (median over the runs):');
+  for (const r of rows) {
+    const perProcess = Object.entries(r.cpuMsPerRequest).map(([label, ms]) => `${label} ${ms}`);
+    console.log(`  ${r.scenario}: ${perProcess.join(', ')}`);
+  }
   console.log('\nCreations written per commit (group commit), over all runs:');
   for (const r of results) console.log(`  ${r.scenario}: ${describeBatches(new Map(Object.entries(r.writeBatches)))}`);
 

@@ -4,6 +4,7 @@ import autocannon from 'autocannon';
 import { HOST } from './fixtures.js';
 import { log } from './run.js';
 import { round } from './figures.js';
+import { cpuSpentMs, machineCpuMs, processCpuMs, processGroupCpuMs } from './proc-stats.js';
 
 /** What autocannon sends: one path and body, with the key of one org or rotating over many. */
 export interface Target {
@@ -27,6 +28,40 @@ export interface Measurement {
   /** 2xx responses with another status than the expected one (e.g. 200 where 201 was due). */
   unexpected2xx: number;
   statusCodes: Record<string, number>;
+  /** With a CpuWatch: CPU ms per answered request of each watched process, and the machine's busy share. */
+  cpuMsPerRequest?: Record<string, number>;
+  machineBusyPct?: number;
+}
+
+/**
+ * Whose CPU a measurement reports per request: node processes by label and pid, the PostgreSQL
+ * backends of one database, and the load generator (this process) itself.
+ */
+export interface CpuWatch {
+  pids: Record<string, number>;
+  postgresDatabase: string;
+}
+
+interface CpuReading {
+  processes: Record<string, number>;
+  postgres: Map<number, number>;
+  machine: { busy: number; total: number };
+}
+
+function readCpu(watch: CpuWatch): CpuReading {
+  const processes: Record<string, number> = { 'load generator': processCpuMs(process.pid) };
+  for (const [label, pid] of Object.entries(watch.pids)) processes[label] = processCpuMs(pid);
+  // A backend's command line shows its database between spaces.
+  return { processes, postgres: processGroupCpuMs('postgres', ` ${watch.postgresDatabase} `), machine: machineCpuMs() };
+}
+
+function cpuPerRequest(from: CpuReading, to: CpuReading, requests: number) {
+  const perRequest = (ms: number) => round(ms / Math.max(1, requests), 3);
+  const cpuMsPerRequest: Record<string, number> = {};
+  for (const [label, ms] of Object.entries(to.processes)) cpuMsPerRequest[label] = perRequest(ms - from.processes[label]!);
+  cpuMsPerRequest.postgres = perRequest(cpuSpentMs(from.postgres, to.postgres));
+  const machineBusyPct = round((100 * (to.machine.busy - from.machine.busy)) / (to.machine.total - from.machine.total), 0);
+  return { cpuMsPerRequest, machineBusyPct };
 }
 
 export interface LoadSettings {
@@ -62,7 +97,8 @@ function autocannonOptions(target: Target, connections: number, durationS: numbe
   };
 }
 
-async function runAutocannon(target: Target, connections: number, durationS: number): Promise<Measurement> {
+async function runAutocannon(target: Target, connections: number, durationS: number, watch?: CpuWatch): Promise<Measurement> {
+  const cpuFrom = watch && readCpu(watch);
   const result = await autocannon(autocannonOptions(target, connections, durationS));
   const statusCodes = Object.fromEntries(
     Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, Number(stats.count ?? 0)]),
@@ -79,6 +115,7 @@ async function runAutocannon(target: Target, connections: number, durationS: num
     timeouts: result.timeouts,
     unexpected2xx,
     statusCodes,
+    ...(cpuFrom && cpuPerRequest(cpuFrom, readCpu(watch!), result.requests.total)),
   };
 }
 
@@ -87,12 +124,17 @@ const describeProblems = (m: Measurement) =>
   `non-2xx ${m.non2xx}, errors ${m.errors}, timeouts ${m.timeouts}, unexpected 2xx ${m.unexpected2xx}, status codes ${JSON.stringify(m.statusCodes)}`;
 
 /** A warm-up (not counted, but its problems are shown), then the measurement. */
-export async function measure(target: Target, settings: LoadSettings): Promise<Measurement> {
+export async function measure(target: Target, settings: LoadSettings, watch?: CpuWatch): Promise<Measurement> {
   const warmup = await runAutocannon(target, settings.connections, settings.warmupS);
   if (problemsOf(warmup) > 0) log(`!!! ${target.name}: problems during warm-up: ${describeProblems(warmup)}`);
-  const measured = await runAutocannon(target, settings.connections, settings.durationS);
+  const measured = await runAutocannon(target, settings.connections, settings.durationS, watch);
+  const cpu = measured.cpuMsPerRequest
+    ? `; CPU ms per request: ${Object.entries(measured.cpuMsPerRequest)
+        .map(([label, ms]) => `${label} ${ms}`)
+        .join(', ')} (machine ${measured.machineBusyPct}% busy)`
+    : '';
   log(
-    `${target.name.padEnd(26)} ${round(measured.rps, 0)} req/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms` +
+    `${target.name.padEnd(26)} ${round(measured.rps, 0)} req/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms${cpu}` +
       (problemsOf(measured) > 0 ? `  !!! ${describeProblems(measured)}` : ''),
   );
   return measured;
