@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { serializeAuditEvent } from '../src/modules/audit/audit-events.js';
 import { toApprovalRecord } from '../src/modules/approvals/approval-store.js';
@@ -45,6 +46,43 @@ describe('group commit', () => {
     expect(actions.sort()).toEqual(['elsewhere', 'first', 'last']);
     // The failed creation left no event behind: both chains are gap-free and recompute.
     for (const orgId of [org.orgId, other.orgId]) expect(chainProblem(await readChain(env.services.db, orgId))).toBeNull();
+  });
+
+  it('writes a chain head once per batch, and a rolled-back item leaves it where it was', async () => {
+    const { orgId } = await env.createOrg();
+    const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
+    await client.connect();
+    const head = async () =>
+      (await client.query<{ seq: string; hash: string }>('SELECT seq, hash FROM audit_chain_heads WHERE org_id = $1', [orgId])).rows[0]!;
+    const append = (action: string) =>
+      client.query('SELECT ag_append_audit_events($1, $2::jsonb)', [orgId, JSON.stringify(creationItem(orgId, action).events)]);
+    try {
+      const before = await head();
+      await client.query('BEGIN');
+      await client.query('SELECT ag_lock_chain_heads($1), ag_defer_chain_heads($1)', [[orgId]]);
+      await append('kept');
+      await client.query('SAVEPOINT item');
+      await append('rolled back');
+      await client.query('ROLLBACK TO SAVEPOINT item');
+      await append('kept too');
+      // Until the batch ends, the head row is not touched: its moves are in the transaction's settings.
+      expect(await head()).toEqual(before);
+      await client.query('SELECT ag_write_chain_heads()');
+      await client.query('COMMIT');
+
+      const chain = await readChain(env.services.db, orgId);
+      expect(chainProblem(chain)).toBeNull();
+      expect(chain.filter((event) => event.type === 'approval.created').map((event) => event.data.action)).toEqual(['kept', 'kept too']);
+      expect(await head()).toEqual({ seq: String(chain.at(-1)!.seq), hash: chain.at(-1)!.hash });
+
+      // Outside a batch, in the same session, an append writes the row again.
+      await append('single');
+      const after = await readChain(env.services.db, orgId);
+      expect(chainProblem(after)).toBeNull();
+      expect(await head()).toEqual({ seq: String(after.at(-1)!.seq), hash: after.at(-1)!.hash });
+    } finally {
+      await client.end();
+    }
   });
 
   it('decides quota and idempotency per request inside a batch, under concurrent load', async () => {

@@ -4,6 +4,9 @@
 -- update too. The outbox row points at its audit event (org_id, audit_seq) rather than copying
 -- it; events that are also webhooks carry their webhook body, fixed now, byte for byte what every
 -- delivery attempt sends.
+-- Within a group-commit batch (ag_defer_chain_heads) the head moves in a transaction-local setting
+-- instead of its row; a setting made in a subtransaction is undone with it, so a batch's item that
+-- fails leaves the head where it was.
 CREATE OR REPLACE FUNCTION ag_append_audit_events(p_org uuid, p_events jsonb)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -14,10 +17,17 @@ DECLARE
   v_next_hash text;
   v_event jsonb;
   v_created_at timestamptz;
+  v_deferred_setting text := ag_chain_head_setting(p_org);
+  v_moved_head text := current_setting(v_deferred_setting, true);
 BEGIN
-  SELECT seq, hash INTO v_seq, v_hash FROM audit_chain_heads WHERE org_id = p_org FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'organization % has no audit chain head', p_org;
+  IF v_moved_head <> '' THEN
+    v_seq := split_part(v_moved_head, ':', 1)::bigint;
+    v_hash := split_part(v_moved_head, ':', 2);
+  ELSE
+    SELECT seq, hash INTO v_seq, v_hash FROM audit_chain_heads WHERE org_id = p_org FOR UPDATE;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'organization % has no audit chain head', p_org;
+    END IF;
   END IF;
 
   FOR v_event IN SELECT value FROM jsonb_array_elements(p_events) LOOP
@@ -36,7 +46,11 @@ BEGIN
     v_hash := v_next_hash;
   END LOOP;
 
-  UPDATE audit_chain_heads SET seq = v_seq, hash = v_hash WHERE org_id = p_org;
+  IF v_deferred_setting IS NOT NULL THEN
+    PERFORM set_config(v_deferred_setting, v_seq || ':' || v_hash, true);
+  ELSE
+    UPDATE audit_chain_heads SET seq = v_seq, hash = v_hash WHERE org_id = p_org;
+  END IF;
   RETURN v_seq;
 END
 $$;

@@ -1,6 +1,7 @@
 -- Casts many votes in one statement and one commit: the group commit of decisions. Each element
 -- holds ag_cast_vote's arguments by name ({ orgId, id, voter, channel, vote, recordedEvents,
--- settlement, settledEvents }); the organizations' chain heads are taken once, in org order, then
+-- settlement, settledEvents }); the organizations' chain heads are taken once, in org order, and
+-- written once (ag_defer_chain_heads); then
 -- each vote runs in a subtransaction of its own, so one that fails leaves the others in. Outcomes
 -- in order: ag_cast_vote's, 'not_pending' for a deadline passed mid-vote (SQLSTATE AG409), or
 -- 'failed: <SQLSTATE> <message>'.
@@ -12,8 +13,11 @@ DECLARE
   v_item jsonb;
   v_outcomes text[] := '{}';
   v_outcome text;
+  v_orgs uuid[];
 BEGIN
-  PERFORM ag_lock_chain_heads(ARRAY(SELECT DISTINCT (value->>'orgId')::uuid FROM jsonb_array_elements(p_items)));
+  v_orgs := ARRAY(SELECT DISTINCT (value->>'orgId')::uuid FROM jsonb_array_elements(p_items));
+  PERFORM ag_lock_chain_heads(v_orgs);
+  PERFORM ag_defer_chain_heads(v_orgs);
   FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
     BEGIN
       v_outcome := ag_cast_vote((v_item->>'orgId')::uuid, (v_item->>'id')::uuid, v_item->'voter', v_item->>'channel', v_item->'vote',
@@ -24,6 +28,7 @@ BEGIN
     END;
     v_outcomes := v_outcomes || v_outcome;
   END LOOP;
+  PERFORM ag_write_chain_heads();
   RETURN v_outcomes;
 END
 $$;

@@ -1,7 +1,7 @@
 -- Creates many approvals in one statement and one commit: the group commit of approval creation
 -- (see GroupCommit in src/lib/group-commit.ts). Each element holds ag_create_approval's arguments
 -- by name ({ approval, events, monthlyLimit, month, policyRevision }). The organizations' chain
--- heads are taken once, for the whole batch, in org order. Each creation runs in a subtransaction
+-- heads are taken once, for the whole batch, in org order, and written once (ag_defer_chain_heads). Each creation runs in a subtransaction
 -- of its own, so one that fails leaves the others in: its outcome is 'quota_exceeded' (SQLSTATE
 -- AG402) or 'failed: <SQLSTATE> <message>'; the others are ag_create_approval's, in order.
 CREATE OR REPLACE FUNCTION ag_create_approvals(p_items jsonb)
@@ -12,8 +12,11 @@ DECLARE
   v_item jsonb;
   v_outcomes text[] := '{}';
   v_outcome text;
+  v_orgs uuid[];
 BEGIN
-  PERFORM ag_lock_chain_heads(ARRAY(SELECT DISTINCT (value->'approval'->>'org_id')::uuid FROM jsonb_array_elements(p_items)));
+  v_orgs := ARRAY(SELECT DISTINCT (value->'approval'->>'org_id')::uuid FROM jsonb_array_elements(p_items));
+  PERFORM ag_lock_chain_heads(v_orgs);
+  PERFORM ag_defer_chain_heads(v_orgs);
   FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
     BEGIN
       v_outcome := ag_create_approval(v_item->'approval', v_item->'events', (v_item->>'monthlyLimit')::integer, v_item->>'month',
@@ -24,6 +27,7 @@ BEGIN
     END;
     v_outcomes := v_outcomes || v_outcome;
   END LOOP;
+  PERFORM ag_write_chain_heads();
   RETURN v_outcomes;
 END
 $$;
