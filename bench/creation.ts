@@ -1,5 +1,7 @@
 // Approval creation throughput (POST /v1/approvals) against the real API in a child process,
-// compared with a bare Express 5 "hello JSON" ceiling measured on the same machine in the same run.
+// compared with a bare Express 5 "hello JSON" ceiling measured on the same machine in the same run;
+// then decisions: every approval the pending scenarios left is approved once (POST
+// /v1/approvals/:id/decision with the reviewer's key), those of the first org, then the others'.
 //
 //   npm run bench:creation                          20 s measured per scenario, 3 runs
 //   BENCH_DURATION=5 BENCH_RUNS=1 npm run bench:creation
@@ -11,7 +13,8 @@ import { mapConcurrent } from './lib/concurrency.js';
 import { formatTable, median, round } from './lib/figures.js';
 import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
 import { putPolicy } from './lib/http.js';
-import { measure, type CpuWatch, type Measurement, type Target } from './lib/load.js';
+import pg from 'pg';
+import { measure, measureEach, type CpuWatch, type Measurement, type Target } from './lib/load.js';
 import { startHelloServer, startWebServer } from './lib/processes.js';
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 
@@ -47,6 +50,13 @@ function creationTarget(name: string, policyKey: keyof typeof POLICIES, orgs: Be
   };
 }
 
+/** What a scenario measures, and which group commit (creations or votes) its batches show. */
+interface Scenario {
+  name: string;
+  operation: 'create' | 'vote';
+  measure(): Promise<Measurement>;
+}
+
 /** Medians over the runs for the figures, totals for the problems; the ceiling is its own ratio, 1. */
 function summarize(runs: Measurement[], ratios: number[] = runs.map(() => 1)) {
   const total = (pick: (m: Measurement) => number) => runs.reduce((sum, m) => sum + pick(m), 0);
@@ -72,14 +82,40 @@ function medianCpu(runs: Measurement[]): Record<string, number> {
   return Object.fromEntries(labels.map((label) => [label, median(runs.map((m) => m.cpuMsPerRequest?.[label] ?? NaN))]));
 }
 
+/** Decisions of every approval still pending in these orgs, in random order (so that consecutive ones are of different orgs). */
+async function decisionTarget(name: string, dbUrl: string, orgs: BenchOrg[]): Promise<Target> {
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string; org_id: string }>(
+      "SELECT id, org_id FROM approvals WHERE status = 'pending' AND org_id = ANY ($1::uuid[]) ORDER BY random()",
+      [orgs.map((org) => org.orgId)],
+    );
+    const reviewerKeys = new Map(orgs.map((org) => [org.orgId, org.reviewerKey]));
+    return {
+      name,
+      port: API_PORT,
+      method: 'POST',
+      path: '/v1/approvals',
+      body: JSON.stringify({ verdict: 'approved' }),
+      rotation: rows.map((row) => ({ path: `/v1/approvals/${row.id}/decision`, key: reviewerKeys.get(row.org_id)! })),
+      expectedStatus: 200,
+    };
+  } finally {
+    await client.end();
+  }
+}
+
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
-/** The web process's cumulative group-commit histogram of creations: batches per `le` bucket. */
-async function batchSizeBuckets(): Promise<Map<string, number>> {
+/** The web process's cumulative group-commit histogram of creations or votes: batches per `le` bucket. */
+async function batchSizeBuckets(operation: 'create' | 'vote'): Promise<Map<string, number>> {
   const response = await fetch(`http://${HOST}:${API_PORT}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   const buckets = new Map<string, number>();
   for (const line of (await response.text()).split('\n')) {
-    const match = /^approval_gate_write_batch_size_bucket\{(?=[^}]*operation="create")[^}]*le="([^"]+)"[^}]*\} (\d+)/.exec(line);
+    const match = new RegExp(
+      `^approval_gate_write_batch_size_bucket\\{(?=[^}]*operation="${operation}")[^}]*le="([^"]+)"[^}]*\\} (\\d+)`,
+    ).exec(line);
     if (match) buckets.set(match[1]!, Number(match[2]));
   }
   return buckets;
@@ -100,7 +136,7 @@ function describeBatches(cumulative: Map<string, number>): string {
   return parts.length > 0 ? `${previous} batches; by size ${parts.join(', ')}` : 'no batches';
 }
 
-runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) * 1000, async (cleanup) => {
+runBenchmark('bench:creation', (RUNS * 7 * (WARMUP_S + DURATION_S + 20) + 300) * 1000, async (cleanup) => {
   log(`${RUNS} run(s); per scenario ${WARMUP_S} s warm-up + ${DURATION_S} s measured, ${CONNECTIONS} connections`);
   cleanup(async () => {
     await dropDatabase(DATABASE);
@@ -121,14 +157,30 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
   );
 
   const ceilingTarget: Target = { name: 'express hello (ceiling)', port: HELLO_PORT, method: 'GET', path: '/', expectedStatus: 200 };
-  const scenarios = [
-    creationTarget('pending, 1 org', 'bench-review', orgs.slice(0, 1)),
-    creationTarget(`pending, ${ORG_COUNT} orgs`, 'bench-review', orgs),
-    creationTarget('auto-approve, 1 org', 'bench-allow', orgs.slice(0, 1)),
-    creationTarget(`auto-approve, ${ORG_COUNT} orgs`, 'bench-allow', orgs),
-  ].filter((target) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((part) => target.name.includes(part)));
   const ceilingWatch: CpuWatch = { pids: { hello: hello.pid }, postgresDatabase: DATABASE };
   const apiWatch: CpuWatch = { pids: { web: api.pid }, postgresDatabase: DATABASE };
+  const creation = (target: Target): Scenario => ({
+    name: target.name,
+    operation: 'create',
+    measure: () => measure(target, LOAD, apiWatch),
+  });
+  const decision = (name: string, decidedOrgs: BenchOrg[]): Scenario => ({
+    name,
+    operation: 'vote',
+    measure: async () => {
+      const target = await decisionTarget(name, dbUrl, decidedOrgs);
+      if (!target.rotation!.length) throw new Error(`${name}: no pending approvals to decide (the pending scenarios leave them)`);
+      return measureEach(target, CONNECTIONS, apiWatch);
+    },
+  });
+  const scenarios = [
+    creation(creationTarget('pending, 1 org', 'bench-review', orgs.slice(0, 1))),
+    creation(creationTarget(`pending, ${ORG_COUNT} orgs`, 'bench-review', orgs)),
+    creation(creationTarget('auto-approve, 1 org', 'bench-allow', orgs.slice(0, 1))),
+    creation(creationTarget(`auto-approve, ${ORG_COUNT} orgs`, 'bench-allow', orgs)),
+    decision('decide, 1 org', orgs.slice(0, 1)),
+    decision(`decide, ${ORG_COUNT - 1} orgs`, orgs.slice(1)),
+  ].filter((scenario) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
 
   const ceilingRuns: Measurement[] = [];
   const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[], batches: new Map<string, number>() }));
@@ -136,10 +188,10 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
     log(`--- run ${run}/${RUNS}`);
     const ceiling = await measure(ceilingTarget, LOAD, ceilingWatch);
     ceilingRuns.push(ceiling);
-    for (const [i, target] of scenarios.entries()) {
-      const before = await batchSizeBuckets();
-      const measured = await measure(target, LOAD, apiWatch);
-      for (const [bucket, count] of await batchSizeBuckets()) {
+    for (const [i, scenario] of scenarios.entries()) {
+      const before = await batchSizeBuckets(scenario.operation);
+      const measured = await scenario.measure();
+      for (const [bucket, count] of await batchSizeBuckets(scenario.operation)) {
         scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
       }
       scenarioRuns[i]!.runs.push(measured);
@@ -148,15 +200,15 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
   }
 
   const ceiling = summarize(ceilingRuns);
-  const results = scenarios.map((target, i) => ({
-    scenario: target.name,
+  const results = scenarios.map((scenario, i) => ({
+    scenario: scenario.name,
     ...summarize(scenarioRuns[i]!.runs, scenarioRuns[i]!.ratios),
     writeBatches: Object.fromEntries(scenarioRuns[i]!.batches),
   }));
   const rows = [{ scenario: ceilingTarget.name, ...ceiling }, ...results];
 
   console.log(
-    `\nApproval creation, ${CONNECTIONS} connections, ${DURATION_S} s measured after ${WARMUP_S} s warm-up; median of ${RUNS} run(s)`,
+    `\nApproval creation, ${CONNECTIONS} connections, ${DURATION_S} s measured after ${WARMUP_S} s warm-up; decisions, each pending approval once; median of ${RUNS} run(s)`,
   );
   console.log(`(non-2xx, errors: totals over all runs; "vs ceiling": creation req/s / hello req/s of the same run)\n`);
   console.log(
@@ -187,7 +239,7 @@ runBenchmark('bench:creation', (RUNS * 5 * (WARMUP_S + DURATION_S + 20) + 300) *
     const perProcess = Object.entries(r.cpuMsPerRequest).map(([label, ms]) => `${label} ${ms}`);
     console.log(`  ${r.scenario}: ${perProcess.join(', ')}`);
   }
-  console.log('\nCreations written per commit (group commit), over all runs:');
+  console.log('\nCreations or votes written per commit (group commit), over all runs:');
   for (const r of results) console.log(`  ${r.scenario}: ${describeBatches(new Map(Object.entries(r.writeBatches)))}`);
 
   console.log(

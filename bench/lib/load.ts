@@ -14,6 +14,8 @@ export interface Target {
   path: string;
   body?: string;
   keys?: string[];
+  /** Instead of `path` and `keys`: every request takes the next path with its key, each once (see measureEach). */
+  rotation?: { path: string; key: string }[];
   /** The 2xx status every response should have. */
   expectedStatus: number;
 }
@@ -70,36 +72,37 @@ export interface LoadSettings {
   durationS: number;
 }
 
-function autocannonOptions(target: Target, connections: number, durationS: number): autocannon.Options {
+/** How long a load runs: for a time, or until each request of the target's rotation was sent once. */
+type Extent = { durationS: number } | { amount: number };
+
+function autocannonOptions(target: Target, connections: number, extent: Extent): autocannon.Options {
   const keys = target.keys ?? [];
   const headers: Record<string, string> = target.body ? { 'content-type': 'application/json' } : {};
   if (keys.length === 1) headers.authorization = `Bearer ${keys[0]}`;
   let next = 0;
+  // Across all connections, every request takes the next org's key, or the next path and key, in turn.
+  const setupRequest: autocannon.Request['setupRequest'] = target.rotation
+    ? (request) => {
+        const { path, key } = target.rotation![next++ % target.rotation!.length]!;
+        return { ...request, path, headers: { ...request.headers, authorization: `Bearer ${key}` } };
+      }
+    : keys.length > 1
+      ? (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` } })
+      : undefined;
   return {
     url: `http://${HOST}:${target.port}${target.path}`,
     method: target.method,
     body: target.body,
     headers,
     connections,
-    duration: durationS,
-    // Several keys: every request, across all connections, takes the next org's key in turn.
-    requests:
-      keys.length > 1
-        ? [
-            {
-              setupRequest: (request) => ({
-                ...request,
-                headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
-              }),
-            },
-          ]
-        : undefined,
+    ...('amount' in extent ? { amount: extent.amount } : { duration: extent.durationS }),
+    requests: setupRequest ? [{ setupRequest }] : undefined,
   };
 }
 
-async function runAutocannon(target: Target, connections: number, durationS: number, watch?: CpuWatch): Promise<Measurement> {
+async function runAutocannon(target: Target, connections: number, extent: Extent, watch?: CpuWatch): Promise<Measurement> {
   const cpuFrom = watch && readCpu(watch);
-  const result = await autocannon(autocannonOptions(target, connections, durationS));
+  const result = await autocannon(autocannonOptions(target, connections, extent));
   const statusCodes = Object.fromEntries(
     Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, Number(stats.count ?? 0)]),
   );
@@ -107,7 +110,8 @@ async function runAutocannon(target: Target, connections: number, durationS: num
     .filter(([code]) => code.startsWith('2') && Number(code) !== target.expectedStatus)
     .reduce((sum, [, count]) => sum + count, 0);
   return {
-    rps: result.requests.average,
+    // A run by amount ends within its last second, which the per-second average would count whole.
+    rps: 'amount' in extent ? result.requests.total / result.duration : result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
@@ -125,9 +129,20 @@ const describeProblems = (m: Measurement) =>
 
 /** A warm-up (not counted, but its problems are shown), then the measurement. */
 export async function measure(target: Target, settings: LoadSettings, watch?: CpuWatch): Promise<Measurement> {
-  const warmup = await runAutocannon(target, settings.connections, settings.warmupS);
+  const warmup = await runAutocannon(target, settings.connections, { durationS: settings.warmupS });
   if (problemsOf(warmup) > 0) log(`!!! ${target.name}: problems during warm-up: ${describeProblems(warmup)}`);
-  const measured = await runAutocannon(target, settings.connections, settings.durationS, watch);
+  return report(target, await runAutocannon(target, settings.connections, { durationS: settings.durationS }, watch));
+}
+
+/**
+ * Each request of the target's rotation sent once, with no warm-up: for requests that can be made
+ * only once each, like deciding an approval.
+ */
+export async function measureEach(target: Target, connections: number, watch?: CpuWatch): Promise<Measurement> {
+  return report(target, await runAutocannon(target, connections, { amount: target.rotation!.length }, watch));
+}
+
+function report(target: Target, measured: Measurement): Measurement {
   const cpu = measured.cpuMsPerRequest
     ? `; CPU ms per request: ${Object.entries(measured.cpuMsPerRequest)
         .map(([label, ms]) => `${label} ${ms}`)
