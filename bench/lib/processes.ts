@@ -171,9 +171,11 @@ export async function startWebServer(options: {
   stdoutFile?: string;
 }): Promise<NodeProcess> {
   await requireBuild();
+  // BENCH_WEB_CPU_PROF=<dir>: the web process writes a CPU profile there when it stops.
+  const profileDir = process.env.BENCH_WEB_CPU_PROF;
   return startNodeProcess({
     label: 'web',
-    args: ['dist/src/server.js'],
+    args: [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), 'dist/src/server.js'],
     env: {
       NODE_ENV: 'production',
       PORT: String(options.port),
