@@ -42,7 +42,6 @@ export type AttemptResolution =
 /** One element of ag_record_delivery_attempts' argument. */
 interface AttemptRow extends AttemptRecord {
   deliveryId: string;
-  endpointId: string;
   resolution: AttemptResolution['kind'];
   nextAttemptAt: Date | null;
   disableReason: string | null;
@@ -143,22 +142,18 @@ export class DeliveryStore {
   /** Attempts of many workers' jobs recorded in one statement and one commit (see ag_record_delivery_attempts). */
   private readonly records = new GroupCommit<AttemptRow, boolean>(
     async (attempts) => {
-      // In endpoint order, so that concurrent batches lock the endpoints they update in one order.
-      const order = attempts.map((_, index) => index).sort((a, b) => attempts[a]!.endpointId.localeCompare(attempts[b]!.endpointId));
       const [row] = await this.sql.query<{ recorded: boolean[] }>(
         'record-delivery-attempts',
         'SELECT ag_record_delivery_attempts($1::jsonb) AS recorded',
-        [JSON.stringify(order.map((index) => attempts[index]))],
+        [JSON.stringify(attempts)],
       );
-      const recorded: boolean[] = [];
-      order.forEach((index, position) => (recorded[index] = row!.recorded[position]!));
-      return recorded;
+      return row!.recorded;
     },
     { maxBatch: 100, maxInFlight: 4 },
   );
 
   /**
-   * Records an attempt and its consequences (see ag_record_delivery_attempt). Returns false,
+   * Records an attempt and its consequences (see ag_record_delivery_attempts). Returns false,
    * recording nothing, when another worker already recorded this attempt (a job run twice after
    * its lock lapsed), so the attempt log and the counters never double-count.
    */
@@ -176,7 +171,6 @@ export class DeliveryStore {
       : [];
     return this.records.submit({
       deliveryId: target.deliveryId,
-      endpointId: target.endpoint.id,
       ...record,
       resolution: resolution.kind,
       nextAttemptAt: resolution.kind === 'retry' ? resolution.nextAttemptAt : null,
