@@ -15,6 +15,7 @@ RETURNS boolean[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
+  v_ids uuid[] := ARRAY(SELECT (value->>'deliveryId')::uuid FROM jsonb_array_elements(p_attempts));
   v_recorded bigint[];
   v_disabled jsonb;
   v_disabling jsonb;
@@ -36,7 +37,10 @@ BEGIN
       next_attempt_at = CASE WHEN i.resolution = 'retry' THEN i."nextAttemptAt" END,
       completed_at    = CASE WHEN i.resolution = 'retry' THEN NULL ELSE i."attemptedAt" END
     FROM input i
-    WHERE d.id = i."deliveryId" AND d.status = 'pending' AND d.attempt_count = i.attempt - 1
+    -- Found by the primary key whatever the statistics say: on a young table (none yet) the
+    -- planner otherwise scans the whole index of pending deliveries, dead entries and all, on
+    -- every call; the status compared as text so that index does not qualify.
+    WHERE d.id = ANY (v_ids) AND d.id = i."deliveryId" AND d.status::text = 'pending' AND d.attempt_count = i.attempt - 1
     RETURNING i.position, d.id, d.endpoint_id, d.org_id, i."attemptedAt", i."durationMs", i."statusCode", i.error,
               i."responseBody", i.resolution, i."disableReason", i."auditEvents"
   ),
