@@ -89,20 +89,23 @@ async function record(attempts: Attempt[]): Promise<boolean[]> {
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 10, 26, 12, 0, seconds));
 
+/** Attempt number `attempt` of a delivery, made `seconds` into the test's minute. */
+const made = (deliveryId: string, resolution: Resolution, seconds: number, attempt = 1): Attempt => ({
+  deliveryId,
+  attempt,
+  resolution,
+  attemptedAt: at(seconds),
+});
+
 describe('delivery attempts recorded many at once', () => {
   it('records an attempt once: a repeat in the same call or a later one, and a stale attempt, are refused', async () => {
     const { deliveryIds } = await endpointWithDeliveries(2);
     const [first, second] = deliveryIds as [string, string];
     expect(
-      await record([
-        { deliveryId: first, attempt: 1, resolution: 'retry', attemptedAt: at(1) },
-        { deliveryId: second, attempt: 2, resolution: 'succeeded', attemptedAt: at(1) },
-        { deliveryId: first, attempt: 1, resolution: 'succeeded', attemptedAt: at(2) },
-        { deliveryId: second, attempt: 1, resolution: 'succeeded', attemptedAt: at(2) },
-      ]),
+      await record([made(first, 'retry', 1), made(second, 'succeeded', 1, 2), made(first, 'succeeded', 2), made(second, 'succeeded', 2)]),
     ).toEqual([true, false, false, true]);
-    expect(await record([{ deliveryId: first, attempt: 1, resolution: 'succeeded', attemptedAt: at(3) }])).toEqual([false]);
-    expect(await record([{ deliveryId: first, attempt: 2, resolution: 'succeeded', attemptedAt: at(4) }])).toEqual([true]);
+    expect(await record([made(first, 'succeeded', 3)])).toEqual([false]);
+    expect(await record([made(first, 'succeeded', 4, 2)])).toEqual([true]);
 
     const rows = await env.services.db.webhookDelivery.findMany({ where: { id: { in: deliveryIds } }, include: { attempts: true } });
     const byId = new Map(rows.map((row) => [row.id, row]));
@@ -127,14 +130,14 @@ describe('delivery attempts recorded many at once', () => {
     // Interleaved across endpoints, as a batch of many workers' attempts comes.
     expect(
       await record([
-        { deliveryId: r1, attempt: 1, resolution: 'retry', attemptedAt: at(1) },
-        { deliveryId: f1, attempt: 1, resolution: 'retry', attemptedAt: at(1) },
-        { deliveryId: s1, attempt: 1, resolution: 'retry', attemptedAt: at(1) },
-        { deliveryId: r2, attempt: 1, resolution: 'succeeded', attemptedAt: at(2) },
-        { deliveryId: s2, attempt: 1, resolution: 'succeeded', attemptedAt: at(2) },
-        { deliveryId: r3, attempt: 1, resolution: 'failed', attemptedAt: at(3) },
-        { deliveryId: f2, attempt: 1, resolution: 'failed', attemptedAt: at(3) },
-        { deliveryId: r4, attempt: 1, resolution: 'retry', attemptedAt: at(4) },
+        made(r1, 'retry', 1),
+        made(f1, 'retry', 1),
+        made(s1, 'retry', 1),
+        made(r2, 'succeeded', 2),
+        made(s2, 'succeeded', 2),
+        made(r3, 'failed', 3),
+        made(f2, 'failed', 3),
+        made(r4, 'retry', 4),
       ]),
     ).toEqual(Array(8).fill(true));
     const failingSince = async (endpointId: string) =>
@@ -159,7 +162,7 @@ describe('delivery attempts recorded many at once', () => {
     });
     expect(
       await record([
-        { deliveryId: g1, attempt: 1, resolution: 'retry', attemptedAt: at(1) },
+        made(g1, 'retry', 1),
         disabling(g2, gone, 2),
         disabling(alreadyDisabled.deliveryIds[0]!, alreadyDisabled, 2),
         disabling(g3, gone, 3),

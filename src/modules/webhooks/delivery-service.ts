@@ -2,13 +2,13 @@ import type { Logger } from '../../lib/logger.js';
 import { webhookDeliveryJob } from '../../consumers/webhooks/webhook-delivery.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Metrics } from '../../lib/metrics.js';
+import { Semaphore } from '../../lib/semaphore.js';
 import type { Actor } from '../audit/audit-events.js';
 import { FAILING_ENDPOINT_DISABLE_AFTER_MS, nextAttemptDelay } from './delivery-schedule.js';
 import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery } from './delivery-store.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { sendWebhook, type AttemptResult } from './webhook-sender.js';
 import { signDelivery } from './webhook-signing.js';
-import { Semaphore } from '../../lib/semaphore.js';
 
 export type AttemptOutcome = 'skipped' | 'busy' | AttemptResolution['kind'];
 
