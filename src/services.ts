@@ -130,6 +130,7 @@ export async function createServices(
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
   const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, metrics, logger, {
     allowPrivate,
+    concurrency: config.WEBHOOK_DELIVERY_CONCURRENCY,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
   });

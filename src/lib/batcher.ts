@@ -1,19 +1,20 @@
-interface Waiting<T> {
+interface Waiting<T, R> {
   item: T;
-  resolve: () => void;
+  resolve: (result: R) => void;
   reject: (error: unknown) => void;
 }
 
 /**
  * Collects the calls made in one turn of the event loop and serves them with a single flush: under
- * load, many requests share one Redis round trip instead of paying one each.
+ * load, many requests share one Redis round trip instead of paying one each. A flush that answers
+ * each item (in order) resolves each call with its own answer.
  */
-export class Batcher<T> {
-  private waiting: Waiting<T>[] = [];
+export class Batcher<T, R = void> {
+  private waiting: Waiting<T, R>[] = [];
 
-  constructor(private readonly flush: (items: T[]) => Promise<void>) {}
+  constructor(private readonly flush: (items: T[]) => Promise<R[] | void>) {}
 
-  add(item: T): Promise<void> {
+  add(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       if (this.waiting.push({ item, resolve, reject }) === 1) setImmediate(() => void this.run());
     });
@@ -23,8 +24,8 @@ export class Batcher<T> {
     const batch = this.waiting;
     this.waiting = [];
     try {
-      await this.flush(batch.map((entry) => entry.item));
-      for (const entry of batch) entry.resolve();
+      const results = await this.flush(batch.map((entry) => entry.item));
+      batch.forEach((entry, index) => entry.resolve(results?.[index] as R));
     } catch (error) {
       for (const entry of batch) entry.reject(error);
     }

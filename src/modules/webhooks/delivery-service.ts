@@ -2,6 +2,7 @@ import type { Logger } from '../../lib/logger.js';
 import { webhookDeliveryJob } from '../../consumers/webhooks/webhook-delivery.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Metrics } from '../../lib/metrics.js';
+import { Semaphore } from '../../lib/semaphore.js';
 import type { Actor } from '../audit/audit-events.js';
 import { FAILING_ENDPOINT_DISABLE_AFTER_MS, nextAttemptDelay } from './delivery-schedule.js';
 import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery } from './delivery-store.js';
@@ -13,6 +14,8 @@ export type AttemptOutcome = 'skipped' | 'busy' | AttemptResolution['kind'];
 
 export interface DeliveryOptions {
   allowPrivate: boolean;
+  /** Attempts this process runs at once, whether each is a job of its own or one of a job's first attempts. */
+  concurrency: number;
   backoffScale: number;
   /** How overdue a next attempt must be before the sweeper assumes its job was lost. */
   stalledGraceMs: number;
@@ -28,8 +31,19 @@ const actor: Actor = { type: 'system', id: 'webhook-delivery' };
  */
 const SLOT_WAIT_MS = 75;
 
+/** How long a first attempt that found its endpoint full, or failed on our side, waits as a job of its own. */
+const STEP_ASIDE_MS = { busy: 50, error: 1000 };
+
+/** What became of the first attempts of one job. */
+export type FirstAttemptsOutcome = Partial<Record<AttemptOutcome | 'requeued', number>>;
+
+/** The holder of an attempt's endpoint slot: the attempt, and the run of the job that makes it. */
+export const slotHolder = (deliveryId: string, attempt: number, token: string | undefined) => `${deliveryId}-${attempt}:${token ?? ''}`;
+
 /** Delivers webhooks one attempt at a time, with the retry schedule of contract C5. */
 export class DeliveryService {
+  private readonly attempts: Semaphore;
+
   constructor(
     private readonly store: DeliveryStore,
     private readonly slots: EndpointSlots,
@@ -37,7 +51,9 @@ export class DeliveryService {
     private readonly metrics: Metrics,
     private readonly logger: Logger,
     private readonly options: DeliveryOptions,
-  ) {}
+  ) {
+    this.attempts = new Semaphore(options.concurrency);
+  }
 
   /**
    * Creates one delivery per (event, subscribed enabled endpoint) and returns every delivery of
@@ -55,8 +71,48 @@ export class DeliveryService {
    * or was deleted with its endpoint) is skipped; 'busy' means the endpoint already has its share
    * of attempts in flight and the caller should try again shortly.
    */
-  async attempt(deliveryId: string, attempt: number, holder: string): Promise<AttemptOutcome> {
-    const target = await this.store.loadTarget(deliveryId);
+  attempt(deliveryId: string, attempt: number, holder: string): Promise<AttemptOutcome> {
+    return this.attempts.run(async () => this.attemptTarget(deliveryId, await this.store.loadTarget(deliveryId), attempt, holder));
+  }
+
+  /**
+   * The first attempts of many deliveries, as one job: their rows read in one statement, the
+   * attempts made side by side, each recorded and retried on its own. One whose endpoint stays
+   * full, or that fails on our side (database away), becomes a job of its own (`<id>-1`, the id the
+   * sweeper would give it), so one slow endpoint or one error never holds the others back. Run again
+   * (a worker died), deliveries already recorded are skipped.
+   */
+  async attemptFirst(deliveryIds: readonly string[], token: string | undefined): Promise<FirstAttemptsOutcome> {
+    const targets = await this.store.loadTargets(deliveryIds);
+    const settled = await Promise.allSettled(
+      deliveryIds.map(async (deliveryId, index) => {
+        let outcome: AttemptOutcome;
+        try {
+          outcome = await this.attempts.run(() => this.attemptTarget(deliveryId, targets[index]!, 1, slotHolder(deliveryId, 1, token)));
+        } catch (error) {
+          this.logger.warn({ err: error, deliveryId }, 'a first attempt failed on our side; it is retried as a job of its own');
+          await this.stepAside(deliveryId, STEP_ASIDE_MS.error);
+          return 'requeued';
+        }
+        if (outcome !== 'busy') return outcome;
+        await this.stepAside(deliveryId, STEP_ASIDE_MS.busy);
+        return 'requeued';
+      }),
+    );
+    const outcomes: FirstAttemptsOutcome = {};
+    for (const result of settled) {
+      // Only a delivery that could not even be queued again fails the job, whose next run retries it.
+      if (result.status === 'rejected') throw result.reason;
+      outcomes[result.value] = (outcomes[result.value] ?? 0) + 1;
+    }
+    return outcomes;
+  }
+
+  private stepAside(deliveryId: string, delayMs: number): Promise<void> {
+    return this.jobs.add(webhookDeliveryJob, { deliveryId, attempt: 1 }, delayMs + Math.round(Math.random() * 200));
+  }
+
+  private async attemptTarget(deliveryId: string, target: AttemptTarget | null, attempt: number, holder: string): Promise<AttemptOutcome> {
     if (!target || target.status !== 'pending' || target.attemptCount !== attempt - 1) return 'skipped';
     if (!target.endpoint.enabled) {
       await this.store.abandon(deliveryId, new Date());

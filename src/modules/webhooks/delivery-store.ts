@@ -42,7 +42,6 @@ export type AttemptResolution =
 /** One element of ag_record_delivery_attempts' argument. */
 interface AttemptRow extends AttemptRecord {
   deliveryId: string;
-  endpointId: string;
   resolution: AttemptResolution['kind'];
   nextAttemptAt: Date | null;
   disableReason: string | null;
@@ -112,28 +111,31 @@ export class DeliveryStore {
     );
   }
 
+  /** What the attempts of these deliveries need, in one statement; null for a delivery that no longer exists. */
+  async loadTargets(deliveryIds: readonly string[]): Promise<(AttemptTarget | null)[]> {
+    const rows = await this.sql.query<TargetRow>(
+      'delivery-targets',
+      `SELECT d.id AS "deliveryId", d.org_id AS "orgId", d.status, d.attempt_count AS "attemptCount", d.event_id AS "eventId",
+              o.body::text AS "rawBody", e.id AS "endpointId", e.url, e.enabled, e.failing_since AS "failingSince", e.secret,
+              CASE WHEN e.previous_secret_expires_at > clock_timestamp() THEN e.previous_secret END AS "previousSecret"
+       FROM webhook_deliveries d
+       JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       JOIN outbox_messages o ON o.event_id = d.event_id
+       WHERE d.id = ANY ($1::uuid[])`,
+      [deliveryIds],
+    );
+    const byId = new Map(rows.map((row) => [row.deliveryId, toTarget(row)]));
+    return deliveryIds.map((id) => byId.get(id) ?? null);
+  }
+
   /**
-   * What one attempt needs, read for many at once: the delivery workers run many attempts side by
-   * side, and a group commit gathers their reads into one statement (see `loadTarget`).
+   * The reads of attempts made one job each (retries), gathered into one statement by a group
+   * commit: the delivery workers run many attempts side by side.
    */
-  private readonly targets = new GroupCommit<string, AttemptTarget | null>(
-    async (deliveryIds) => {
-      const rows = await this.sql.query<TargetRow>(
-        'delivery-targets',
-        `SELECT d.id AS "deliveryId", d.org_id AS "orgId", d.status, d.attempt_count AS "attemptCount", d.event_id AS "eventId",
-                o.body::text AS "rawBody", e.id AS "endpointId", e.url, e.enabled, e.failing_since AS "failingSince", e.secret,
-                CASE WHEN e.previous_secret_expires_at > clock_timestamp() THEN e.previous_secret END AS "previousSecret"
-         FROM webhook_deliveries d
-         JOIN webhook_endpoints e ON e.id = d.endpoint_id
-         JOIN outbox_messages o ON o.event_id = d.event_id
-         WHERE d.id = ANY ($1::uuid[])`,
-        [deliveryIds],
-      );
-      const byId = new Map(rows.map((row) => [row.deliveryId, toTarget(row)]));
-      return deliveryIds.map((id) => byId.get(id) ?? null);
-    },
-    { maxBatch: 100, maxInFlight: 4 },
-  );
+  private readonly targets = new GroupCommit<string, AttemptTarget | null>((deliveryIds) => this.loadTargets(deliveryIds), {
+    maxBatch: 100,
+    maxInFlight: 4,
+  });
 
   /** The delivery, its event's body and its endpoint, read fresh for every attempt (jobs carry ids only). */
   loadTarget(deliveryId: string): Promise<AttemptTarget | null> {
@@ -143,22 +145,18 @@ export class DeliveryStore {
   /** Attempts of many workers' jobs recorded in one statement and one commit (see ag_record_delivery_attempts). */
   private readonly records = new GroupCommit<AttemptRow, boolean>(
     async (attempts) => {
-      // In endpoint order, so that concurrent batches lock the endpoints they update in one order.
-      const order = attempts.map((_, index) => index).sort((a, b) => attempts[a]!.endpointId.localeCompare(attempts[b]!.endpointId));
       const [row] = await this.sql.query<{ recorded: boolean[] }>(
         'record-delivery-attempts',
         'SELECT ag_record_delivery_attempts($1::jsonb) AS recorded',
-        [JSON.stringify(order.map((index) => attempts[index]))],
+        [JSON.stringify(attempts)],
       );
-      const recorded: boolean[] = [];
-      order.forEach((index, position) => (recorded[index] = row!.recorded[position]!));
-      return recorded;
+      return row!.recorded;
     },
     { maxBatch: 100, maxInFlight: 4 },
   );
 
   /**
-   * Records an attempt and its consequences (see ag_record_delivery_attempt). Returns false,
+   * Records an attempt and its consequences (see ag_record_delivery_attempts). Returns false,
    * recording nothing, when another worker already recorded this attempt (a job run twice after
    * its lock lapsed), so the attempt log and the counters never double-count.
    */
@@ -176,7 +174,6 @@ export class DeliveryStore {
       : [];
     return this.records.submit({
       deliveryId: target.deliveryId,
-      endpointId: target.endpoint.id,
       ...record,
       resolution: resolution.kind,
       nextAttemptAt: resolution.kind === 'retry' ? resolution.nextAttemptAt : null,

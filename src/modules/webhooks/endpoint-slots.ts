@@ -1,4 +1,5 @@
 import type { Redis, Result } from 'ioredis';
+import { Batcher } from '../../lib/batcher.js';
 
 /**
  * A per-endpoint limit on attempts in flight, shared by every worker process, so that one slow
@@ -7,24 +8,38 @@ import type { Redis, Result } from 'ioredis';
  * frees its slot when the hold lapses instead of leaking it forever.
  */
 const ACQUIRE = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1`;
+local acquired = {}
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[1])
+  if redis.call('ZCARD', key) < tonumber(ARGV[3]) then
+    redis.call('ZADD', key, ARGV[2], ARGV[4 + i])
+    redis.call('PEXPIRE', key, ARGV[4])
+    acquired[i] = 1
+  else
+    acquired[i] = 0
+  end
+end
+return acquired`;
+
+const RELEASE = `
+for i, key in ipairs(KEYS) do redis.call('ZREM', key, ARGV[i]) end
+return #KEYS`;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    /** ACQUIRE above, sent once and then run by its SHA (ioredis' `defineCommand`). */
-    acquireEndpointSlot(
-      key: string,
-      now: number,
-      expiresAt: number,
-      limit: number,
-      holder: string,
-      holdMs: number,
-    ): Result<number, Context>;
+    /**
+     * ACQUIRE above for many (endpoint key, holder) pairs at once: keys, then now, expiresAt,
+     * limit, holdMs and one holder per key; one 0 or 1 per key. Sent once, then run by its SHA.
+     */
+    acquireEndpointSlots(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Result<number[], Context>;
+    /** RELEASE above: keys, then one holder per key. */
+    releaseEndpointSlots(numberOfKeys: number, ...keysThenHolders: string[]): Result<number, Context>;
   }
+}
+
+interface SlotRequest {
+  endpointId: string;
+  holder: string;
 }
 
 export class EndpointSlots {
@@ -37,17 +52,39 @@ export class EndpointSlots {
     private readonly limit: number,
     private readonly holdMs: number,
   ) {
-    redis.defineCommand('acquireEndpointSlot', { numberOfKeys: 1, lua: ACQUIRE });
+    redis.defineCommand('acquireEndpointSlots', { lua: ACQUIRE });
+    redis.defineCommand('releaseEndpointSlots', { lua: RELEASE });
   }
+
+  /** The acquisitions asked for in one turn of the event loop, made in one Redis call. */
+  private readonly acquisitions = new Batcher<SlotRequest, boolean>(async (requests) => {
+    const now = Date.now();
+    const keys = requests.map((request) => this.key(request.endpointId));
+    const holders = requests.map((request) => request.holder);
+    const acquired = await this.redis.acquireEndpointSlots(
+      keys.length,
+      ...keys,
+      now,
+      now + this.holdMs,
+      this.limit,
+      this.holdMs,
+      ...holders,
+    );
+    return acquired.map((flag) => flag === 1);
+  });
+
+  /** The releases of one turn of the event loop, in one Redis call. */
+  private readonly releases = new Batcher<SlotRequest>(async (requests) => {
+    const keys = requests.map((request) => this.key(request.endpointId));
+    await this.redis.releaseEndpointSlots(keys.length, ...keys, ...requests.map((request) => request.holder));
+  });
 
   private key(endpointId: string): string {
     return `${this.prefix}:endpoint-slots:${endpointId}`;
   }
 
-  async acquire(endpointId: string, holder: string): Promise<boolean> {
-    const now = Date.now();
-    const acquired = await this.redis.acquireEndpointSlot(this.key(endpointId), now, now + this.holdMs, this.limit, holder, this.holdMs);
-    return acquired === 1;
+  acquire(endpointId: string, holder: string): Promise<boolean> {
+    return this.acquisitions.add({ endpointId, holder });
   }
 
   /**
@@ -81,7 +118,7 @@ export class EndpointSlots {
 
   async release(endpointId: string, holder: string): Promise<void> {
     try {
-      await this.redis.zrem(this.key(endpointId), holder);
+      await this.releases.add({ endpointId, holder });
     } finally {
       this.waiting.get(endpointId)?.[0]?.();
     }
