@@ -47,6 +47,7 @@ export interface CpuWatch {
 interface CpuReading {
   processes: Record<string, number>;
   postgres: Map<number, number>;
+  redis: Map<number, number>;
   machine: { busy: number; total: number };
 }
 
@@ -54,7 +55,12 @@ function readCpu(watch: CpuWatch): CpuReading {
   const processes: Record<string, number> = { 'load generator': processCpuMs(process.pid) };
   for (const [label, pid] of Object.entries(watch.pids)) processes[label] = processCpuMs(pid);
   // A backend's command line shows its database between spaces.
-  return { processes, postgres: processGroupCpuMs('postgres', ` ${watch.postgresDatabase} `), machine: machineCpuMs() };
+  return {
+    processes,
+    postgres: processGroupCpuMs('postgres', ` ${watch.postgresDatabase} `),
+    redis: processGroupCpuMs('redis-server'),
+    machine: machineCpuMs(),
+  };
 }
 
 function cpuPerRequest(from: CpuReading, to: CpuReading, requests: number) {
@@ -62,6 +68,9 @@ function cpuPerRequest(from: CpuReading, to: CpuReading, requests: number) {
   const cpuMsPerRequest: Record<string, number> = {};
   for (const [label, ms] of Object.entries(to.processes)) cpuMsPerRequest[label] = perRequest(ms - from.processes[label]!);
   cpuMsPerRequest.postgres = perRequest(cpuSpentMs(from.postgres, to.postgres));
+  cpuMsPerRequest.redis = perRequest(cpuSpentMs(from.redis, to.redis));
+  // Everything the machine did, whoever did it: PostgreSQL's own background processes (WAL writer, checkpointer) included.
+  cpuMsPerRequest.machine = perRequest(to.machine.busy - from.machine.busy);
   const machineBusyPct = round((100 * (to.machine.busy - from.machine.busy)) / (to.machine.total - from.machine.total), 0);
   return { cpuMsPerRequest, machineBusyPct };
 }
