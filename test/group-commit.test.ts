@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { serializeAuditEvent } from '../src/modules/audit/audit-events.js';
-import { toApprovalRecord } from '../src/modules/approvals/approval-store.js';
-import { createApproval } from '../src/modules/approvals/approval-transitions.js';
+import { ApprovalStore, toApprovalRecord } from '../src/modules/approvals/approval-store.js';
+import { createApproval, voteOn } from '../src/modules/approvals/approval-transitions.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -46,6 +46,34 @@ describe('group commit', () => {
     expect(actions.sort()).toEqual(['elsewhere', 'first', 'last']);
     // The failed creation left no event behind: both chains are gap-free and recompute.
     for (const orgId of [org.orgId, other.orgId]) expect(chainProblem(await readChain(env.services.db, orgId))).toBeNull();
+  });
+
+  it('commits the others of a batch when one of its votes fails, and answers each', async () => {
+    const reviewer = { type: 'api_key' as const, id: org.reviewerKeyId };
+    const store = new ApprovalStore(env.services.db, env.services.sql, org.orgId);
+    const voteItem = async (overrides: Record<string, unknown> = {}) => {
+      const { body } = await org.request('post', '/v1/approvals').send({ action: 'vote', payload: {}, policyKey: 'no-policy' }).expect(201);
+      const { vote, recorded, settling } = voteOn((await store.findById(body.id))!, { verdict: 'approved' }, reviewer, new Date());
+      return {
+        orgId: org.orgId,
+        id: body.id as string,
+        voter: reviewer,
+        channel: 'api',
+        vote: { ...vote, ...overrides },
+        recordedEvents: recorded.map(serializeAuditEvent),
+        settlement: settling.settlement,
+        settledEvents: settling.events.map(serializeAuditEvent),
+      };
+    };
+    const items = [await voteItem(), await voteItem({ at: 'not a time' }), await voteItem()];
+    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, 'SELECT ag_cast_votes($1::jsonb) AS outcomes', [
+      JSON.stringify(items),
+    ]);
+    expect(row!.outcomes).toEqual(['settled', expect.stringMatching(/^failed: 22007 /), 'settled']);
+
+    const statuses = await Promise.all(items.map(async ({ id }) => (await store.findById(id))!.status));
+    expect(statuses).toEqual(['approved', 'pending', 'approved']);
+    expect(chainProblem(await readChain(env.services.db, org.orgId))).toBeNull();
   });
 
   it('writes a chain head once per batch, and a rolled-back item leaves it where it was', async () => {

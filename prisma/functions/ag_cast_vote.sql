@@ -16,7 +16,9 @@ DECLARE
   v_refusal text;
   v_approve_votes integer;
 BEGIN
-  PERFORM ag_lock_chain_heads(ARRAY[p_org]);
+  IF ag_chain_head_setting(p_org) IS NULL THEN -- a batch that defers the head has taken it already
+    PERFORM ag_lock_chain_heads(ARRAY[p_org]);
+  END IF;
   SELECT * INTO v_approval FROM approvals WHERE org_id = p_org AND id = p_id FOR UPDATE;
   IF NOT FOUND OR v_approval.status <> 'pending' OR v_approval.expires_at <= clock_timestamp() THEN
     RETURN 'not_pending';

@@ -15,7 +15,9 @@ DECLARE
   v_id uuid;
   v_org uuid := (p_approval->>'org_id')::uuid;
 BEGIN
-  PERFORM ag_lock_chain_heads(ARRAY[v_org]);
+  IF ag_chain_head_setting(v_org) IS NULL THEN -- a batch that defers the head has taken it already
+    PERFORM ag_lock_chain_heads(ARRAY[v_org]);
+  END IF;
   IF (SELECT revision FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key')
      IS DISTINCT FROM p_policy_revision THEN
     RETURN 'stale_policy';

@@ -5,7 +5,11 @@
 -- single or batched, never wait on each other in opposite orders.
 CREATE OR REPLACE FUNCTION ag_lock_chain_heads(p_orgs uuid[])
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-  SELECT NULL::void FROM (SELECT 1 FROM audit_chain_heads WHERE org_id = ANY (p_orgs) ORDER BY org_id FOR UPDATE) locked
+BEGIN
+  -- PL/pgSQL keeps the statement's plan for the session; a LANGUAGE sql function that cannot be
+  -- inlined is planned again on every call, which made this the costliest step of a creation.
+  PERFORM FROM audit_chain_heads WHERE org_id = ANY (p_orgs) ORDER BY org_id FOR UPDATE;
+END
 $$;
