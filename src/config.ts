@@ -35,7 +35,7 @@ const environmentSchema = z.object({
   EVENT_STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   /** Group commit of creations and votes: the most one statement takes, and how many run at once. */
   WRITE_BATCH_MAX: positiveInt.max(1000).default(64),
-  WRITE_BATCH_IN_FLIGHT: positiveInt.default(4),
+  WRITE_BATCH_IN_FLIGHT: positiveInt.default(1),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key and channel, so several deployments (or test files) share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('ag'),
