@@ -1,4 +1,4 @@
-// What ag_create_approvals costs PostgreSQL per creation, without HTTP or Node in the way: batches
+// What ag_write_batch costs PostgreSQL per creation, without HTTP or Node in the way: batches
 // of creations (pending, one event each; auto-approved, two) of one organization or spread over
 // several, written one after another by one session, with the backend's CPU time per creation
 // and, from pg_stat_user_functions, the time spent in each of our SQL functions.
@@ -21,7 +21,7 @@ const BATCH_SIZE = envInt('BENCH_BATCH_SIZE', 30);
 const ROUNDS = envInt('BENCH_RUNS', 3);
 const SPREADS = [1, 30];
 
-/** One element of ag_create_approvals, as ApprovalWrites builds it, under a policy whose default is `outcome`. */
+/** A creation of ag_write_batch, as ApprovalWrites builds it, under a policy whose default is `outcome`. */
 function creationItem(orgId: string, outcome: PolicyOutcome) {
   const actor = { type: 'api_key' as const, id: orgId };
   const { approval, events } = createApproval(
@@ -36,6 +36,7 @@ function creationItem(orgId: string, outcome: PolicyOutcome) {
     new Date(),
   );
   return {
+    orgId,
     approval: toApprovalRecord(orgId, approval),
     events: events.map(serializeAuditEvent),
     monthlyLimit: null,
@@ -66,7 +67,7 @@ runBenchmark('bench:create-approvals-sql', 30 * 60_000, async (cleanup) => {
         const cpuBefore = processCpuMs(backend);
         const startedAt = performance.now();
         for (const batch of batches) {
-          const { rows: answered } = await client.query<{ outcomes: string[] }>('SELECT ag_create_approvals($1::jsonb) AS outcomes', [
+          const { rows: answered } = await client.query<{ outcomes: string[] }>("SELECT ag_write_batch('create', $1::jsonb) AS outcomes", [
             batch,
           ]);
           const failed = answered[0]!.outcomes.find((outcome) => outcome !== 'created');
@@ -87,7 +88,7 @@ runBenchmark('bench:create-approvals-sql', 30 * 60_000, async (cleanup) => {
   const { rows: functions } = await client.query<{ funcname: string; calls: string; self_ms: number; total_ms: number }>(
     'SELECT funcname, calls, self_time AS self_ms, total_time AS total_ms FROM pg_stat_user_functions ORDER BY self_time DESC',
   );
-  console.log(`\nag_create_approvals, ${BATCHES} batches of ${BATCH_SIZE} per scenario, median of ${ROUNDS} round(s)\n`);
+  console.log(`\nag_write_batch('create'), ${BATCHES} batches of ${BATCH_SIZE} per scenario, median of ${ROUNDS} round(s)\n`);
   console.log(
     formatTable(
       ['scenario', 'µs wall per creation', 'µs backend CPU per creation'],

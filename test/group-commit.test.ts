@@ -10,7 +10,7 @@ let env: TestEnv;
 let org: TestOrg;
 useTestEnv((created) => ({ env, org } = created));
 
-/** One element of ag_create_approvals, as ApprovalWrites builds it: an orphan creation. */
+/** A creation of ag_write_batch, as ApprovalWrites builds it: an orphan. */
 function creationItem(orgId: string, action: string, overrides: Record<string, unknown> = {}) {
   const actor = { type: 'api_key' as const, id: org.keyId };
   const { approval, events } = createApproval(
@@ -20,6 +20,7 @@ function creationItem(orgId: string, action: string, overrides: Record<string, u
     new Date(),
   );
   return {
+    orgId,
     approval: { ...toApprovalRecord(orgId, approval), ...overrides },
     events: events.map(serializeAuditEvent),
     monthlyLimit: null,
@@ -37,7 +38,7 @@ describe('group commit', () => {
       creationItem(other.orgId, 'elsewhere'),
       creationItem(org.orgId, 'last'),
     ];
-    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, 'SELECT ag_create_approvals($1::jsonb) AS outcomes', [
+    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('create', $1::jsonb) AS outcomes", [
       JSON.stringify(items),
     ]);
     expect(row!.outcomes).toEqual(['created', expect.stringMatching(/^failed: 22P02 /), 'created', 'created']);
@@ -66,7 +67,7 @@ describe('group commit', () => {
       };
     };
     const items = [await voteItem(), await voteItem({ at: 'not a time' }), await voteItem()];
-    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, 'SELECT ag_cast_votes($1::jsonb) AS outcomes', [
+    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('vote', $1::jsonb) AS outcomes", [
       JSON.stringify(items),
     ]);
     expect(row!.outcomes).toEqual(['settled', expect.stringMatching(/^failed: 22007 /), 'settled']);

@@ -14,6 +14,7 @@ import {
 import type { Vote } from './approval-transitions.js';
 
 interface CreationItem {
+  orgId: string;
   approval: Record<string, unknown>;
   events: ReturnType<typeof serializeAuditEvent>[];
   monthlyLimit: number | null;
@@ -45,7 +46,7 @@ function outcomeOf(outcome: string): string {
 /**
  * The approval writes of every request in this process, by group commit: creations and votes
  * that arrive while earlier ones are being written go together in one statement and one commit
- * (ag_create_approvals, ag_cast_votes), taking each organization's chain head once per batch. Each
+ * (ag_write_batch), taking each organization's chain head once per batch. Each
  * request still gets its own outcome, only once its rows are durable; idempotency, quota and who
  * may vote are still decided by the database, item by item.
  */
@@ -57,24 +58,19 @@ export class ApprovalWrites {
     sql: Sql,
     { onBatch, ...options }: Omit<GroupCommitOptions, 'onBatch'> & { onBatch(operation: 'create' | 'vote', size: number): void },
   ) {
-    this.creations = new GroupCommit(
-      async (items) => {
-        const [row] = await sql.query<{ outcomes: string[] }>('create-approvals', 'SELECT ag_create_approvals($1::jsonb) AS outcomes', [
-          JSON.stringify(items),
-        ]);
-        return row!.outcomes;
-      },
-      { ...options, onBatch: (size) => onBatch('create', size) },
-    );
-    this.votes = new GroupCommit(
-      async (items) => {
-        const [row] = await sql.query<{ outcomes: string[] }>('cast-votes', 'SELECT ag_cast_votes($1::jsonb) AS outcomes', [
-          JSON.stringify(items),
-        ]);
-        return row!.outcomes;
-      },
-      { ...options, onBatch: (size) => onBatch('vote', size) },
-    );
+    const groupCommit = <Item>(kind: 'create' | 'vote') =>
+      new GroupCommit<Item, string>(
+        async (items) => {
+          const [row] = await sql.query<{ outcomes: string[] }>('write-batch', 'SELECT ag_write_batch($1, $2::jsonb) AS outcomes', [
+            kind,
+            JSON.stringify(items),
+          ]);
+          return row!.outcomes;
+        },
+        { ...options, onBatch: (size) => onBatch(kind, size) },
+      );
+    this.creations = groupCommit('create');
+    this.votes = groupCommit('vote');
   }
 
   /**
@@ -84,6 +80,7 @@ export class ApprovalWrites {
   async create(orgId: string, { approval, events, policyRevision }: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
     return outcomeOf(
       await this.creations.submit({
+        orgId,
         approval: toApprovalRecord(orgId, approval),
         events: events.map(serializeAuditEvent),
         monthlyLimit: quota?.limit ?? null,
