@@ -10,9 +10,8 @@ import { formatTable, median, round } from './lib/figures.js';
 import { createOrgs, dropDatabase, recreateDatabase } from './lib/fixtures.js';
 import { processCpuMs } from './lib/proc-stats.js';
 import { envInt, log, runBenchmark } from './lib/run.js';
-import { toApprovalRecord } from '../src/modules/approvals/approval-store.js';
 import { createApproval } from '../src/modules/approvals/approval-transitions.js';
-import { serializeAuditEvent } from '../src/modules/audit/audit-events.js';
+import { creationItem } from '../src/modules/approvals/approval-writes.js';
 import { policyDocumentSchema, type PolicyOutcome } from '../src/modules/policies/policy-schemas.js';
 
 const DATABASE = 'approval_gate_bench_sql';
@@ -21,10 +20,10 @@ const BATCH_SIZE = envInt('BENCH_BATCH_SIZE', 30);
 const ROUNDS = envInt('BENCH_RUNS', 3);
 const SPREADS = [1, 30];
 
-/** A creation of ag_write_batch, as ApprovalWrites builds it, under a policy whose default is `outcome`. */
-function creationItem(orgId: string, outcome: PolicyOutcome) {
+/** A creation as ApprovalWrites hands it to ag_write_batch, under a policy whose default is `outcome`. */
+function creation(orgId: string, outcome: PolicyOutcome) {
   const actor = { type: 'api_key' as const, id: orgId };
-  const { approval, events } = createApproval(
+  const created = createApproval(
     { action: 'refund', payload: { amount: 5000, currency: 'EUR' }, policyKey: 'bench', agent: 'bench-agent' },
     {
       kind: 'policy',
@@ -35,14 +34,7 @@ function creationItem(orgId: string, outcome: PolicyOutcome) {
     { actor, requester: actor },
     new Date(),
   );
-  return {
-    orgId,
-    approval: toApprovalRecord(orgId, approval),
-    events: events.map(serializeAuditEvent),
-    monthlyLimit: null,
-    month: null,
-    policyRevision: null,
-  };
+  return creationItem(orgId, created, null);
 }
 
 runBenchmark('bench:create-approvals-sql', 30 * 60_000, async (cleanup) => {
@@ -62,7 +54,7 @@ runBenchmark('bench:create-approvals-sql', 30 * 60_000, async (cleanup) => {
       for (const spread of SPREADS) {
         const name = `${outcome === 'review' ? 'pending' : 'auto-approved'}, ${spread} org${spread > 1 ? 's' : ''}`;
         const batches = Array.from({ length: BATCHES }, (_, b) =>
-          JSON.stringify(Array.from({ length: BATCH_SIZE }, (_, i) => creationItem(orgs[(b * BATCH_SIZE + i) % spread]!.orgId, outcome))),
+          JSON.stringify(Array.from({ length: BATCH_SIZE }, (_, i) => creation(orgs[(b * BATCH_SIZE + i) % spread]!.orgId, outcome))),
         );
         const cpuBefore = processCpuMs(backend);
         const startedAt = performance.now();

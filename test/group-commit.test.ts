@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { serializeAuditEvent } from '../src/modules/audit/audit-events.js';
-import { ApprovalStore, toApprovalRecord } from '../src/modules/approvals/approval-store.js';
-import { createApproval, voteOn } from '../src/modules/approvals/approval-transitions.js';
+import { ApprovalStore } from '../src/modules/approvals/approval-store.js';
+import { createApproval, voteOn, type Vote } from '../src/modules/approvals/approval-transitions.js';
+import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -10,33 +10,27 @@ let env: TestEnv;
 let org: TestOrg;
 useTestEnv((created) => ({ env, org } = created));
 
-/** A creation of ag_write_batch, as ApprovalWrites builds it: an orphan. */
-function creationItem(orgId: string, action: string, overrides: Record<string, unknown> = {}) {
+/** An orphan's creation as ApprovalWrites hands it to ag_write_batch, with `overrides` in its approval row. */
+function orphanCreation(orgId: string, action: string, overrides: Record<string, unknown> = {}) {
   const actor = { type: 'api_key' as const, id: org.keyId };
-  const { approval, events } = createApproval(
+  const creation = createApproval(
     { action, payload: { action }, policyKey: 'no-policy' },
     { kind: 'orphan', timeoutSeconds: 60, policyRevision: null },
     { actor, requester: actor },
     new Date(),
   );
-  return {
-    orgId,
-    approval: { ...toApprovalRecord(orgId, approval), ...overrides },
-    events: events.map(serializeAuditEvent),
-    monthlyLimit: null,
-    month: null,
-    policyRevision: null,
-  };
+  const item = creationItem(orgId, creation, null);
+  return { ...item, approval: { ...item.approval, ...overrides } };
 }
 
 describe('group commit', () => {
   it('commits the others of a batch when one of its creations fails, and answers each', async () => {
     const other = await env.createOrg();
     const items = [
-      creationItem(org.orgId, 'first'),
-      creationItem(org.orgId, 'broken', { status: 'no-such-status' }),
-      creationItem(other.orgId, 'elsewhere'),
-      creationItem(org.orgId, 'last'),
+      orphanCreation(org.orgId, 'first'),
+      orphanCreation(org.orgId, 'broken', { status: 'no-such-status' }),
+      orphanCreation(other.orgId, 'elsewhere'),
+      orphanCreation(org.orgId, 'last'),
     ];
     const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('create', $1::jsonb) AS outcomes", [
       JSON.stringify(items),
@@ -52,21 +46,12 @@ describe('group commit', () => {
   it('commits the others of a batch when one of its votes fails, and answers each', async () => {
     const reviewer = { type: 'api_key' as const, id: org.reviewerKeyId };
     const store = new ApprovalStore(env.services.db, env.services.sql, org.orgId);
-    const voteItem = async (overrides: Record<string, unknown> = {}) => {
+    const approvingVote = async (overrides: Partial<Vote> = {}) => {
       const { body } = await org.request('post', '/v1/approvals').send({ action: 'vote', payload: {}, policyKey: 'no-policy' }).expect(201);
       const { vote, recorded, settling } = voteOn((await store.findById(body.id))!, { verdict: 'approved' }, reviewer, new Date());
-      return {
-        orgId: org.orgId,
-        id: body.id as string,
-        voter: reviewer,
-        channel: 'api',
-        vote: { ...vote, ...overrides },
-        recordedEvents: recorded.map(serializeAuditEvent),
-        settlement: settling.settlement,
-        settledEvents: settling.events.map(serializeAuditEvent),
-      };
+      return voteItem(org.orgId, body.id as string, reviewer, 'api', { ...vote, ...overrides }, recorded, settling);
     };
-    const items = [await voteItem(), await voteItem({ at: 'not a time' }), await voteItem()];
+    const items = [await approvingVote(), await approvingVote({ at: 'not a time' }), await approvingVote()];
     const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('vote', $1::jsonb) AS outcomes", [
       JSON.stringify(items),
     ]);
@@ -84,7 +69,7 @@ describe('group commit', () => {
     const head = async () =>
       (await client.query<{ seq: string; hash: string }>('SELECT seq, hash FROM audit_chain_heads WHERE org_id = $1', [orgId])).rows[0]!;
     const append = (action: string) =>
-      client.query('SELECT ag_append_audit_events($1, $2::jsonb)', [orgId, JSON.stringify(creationItem(orgId, action).events)]);
+      client.query('SELECT ag_append_audit_events($1, $2::jsonb)', [orgId, JSON.stringify(orphanCreation(orgId, action).events)]);
     try {
       const before = await head();
       await client.query('BEGIN');

@@ -13,7 +13,8 @@ import {
 } from './approval-store.js';
 import type { Vote } from './approval-transitions.js';
 
-interface CreationItem {
+/** A creation as ag_write_batch('create', ...) takes it. */
+export interface CreationItem {
   orgId: string;
   approval: Record<string, unknown>;
   events: ReturnType<typeof serializeAuditEvent>[];
@@ -22,7 +23,8 @@ interface CreationItem {
   policyRevision: string | null;
 }
 
-interface VoteItem {
+/** A vote as ag_write_batch('vote', ...) takes it. */
+export interface VoteItem {
   orgId: string;
   id: string;
   voter: VoterRecord;
@@ -31,6 +33,42 @@ interface VoteItem {
   recordedEvents: ReturnType<typeof serializeAuditEvent>[];
   settlement: Settlement;
   settledEvents: ReturnType<typeof serializeAuditEvent>[];
+}
+
+export function creationItem(
+  orgId: string,
+  { approval, events, policyRevision }: CreationRecord,
+  quota: MonthlyQuota | null,
+): CreationItem {
+  return {
+    orgId,
+    approval: toApprovalRecord(orgId, approval),
+    events: events.map(serializeAuditEvent),
+    monthlyLimit: quota?.limit ?? null,
+    month: quota?.month ?? null,
+    policyRevision,
+  };
+}
+
+export function voteItem(
+  orgId: string,
+  id: string,
+  voter: VoterRecord,
+  channel: DecisionChannel,
+  vote: Vote,
+  recordedEvents: AuditEventDraft[],
+  settling: { settlement: Settlement; events: AuditEventDraft[] },
+): VoteItem {
+  return {
+    orgId,
+    id,
+    voter,
+    channel,
+    vote,
+    recordedEvents: recordedEvents.map(serializeAuditEvent),
+    settlement: settling.settlement,
+    settledEvents: settling.events.map(serializeAuditEvent),
+  };
 }
 
 /** An item the database could not write; its batch went on without it. */
@@ -77,40 +115,12 @@ export class ApprovalWrites {
    * Inserts the approval with its audit events (and their outbox rows). 'duplicate' means the
    * idempotency key was already used in this organization; 'stale_policy' that the policy changed.
    */
-  async create(orgId: string, { approval, events, policyRevision }: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
-    return outcomeOf(
-      await this.creations.submit({
-        orgId,
-        approval: toApprovalRecord(orgId, approval),
-        events: events.map(serializeAuditEvent),
-        monthlyLimit: quota?.limit ?? null,
-        month: quota?.month ?? null,
-        policyRevision,
-      }),
-    ) as CreateOutcome;
+  async create(orgId: string, creation: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
+    return outcomeOf(await this.creations.submit(creationItem(orgId, creation, quota))) as CreateOutcome;
   }
 
   /** Casts a vote; the database decides whether it settles the approval (see ag_cast_vote). */
-  async castVote(
-    orgId: string,
-    id: string,
-    voter: VoterRecord,
-    channel: DecisionChannel,
-    vote: Vote,
-    recordedEvents: AuditEventDraft[],
-    settling: { settlement: Settlement; events: AuditEventDraft[] },
-  ): Promise<VoteOutcome> {
-    return outcomeOf(
-      await this.votes.submit({
-        orgId,
-        id,
-        voter,
-        channel,
-        vote,
-        recordedEvents: recordedEvents.map(serializeAuditEvent),
-        settlement: settling.settlement,
-        settledEvents: settling.events.map(serializeAuditEvent),
-      }),
-    ) as VoteOutcome;
+  async castVote(...vote: Parameters<typeof voteItem>): Promise<VoteOutcome> {
+    return outcomeOf(await this.votes.submit(voteItem(...vote))) as VoteOutcome;
   }
 }
