@@ -193,6 +193,7 @@ describe('POST /v1/approvals/:id/decision', () => {
       .send({ verdict: 'rejected', feedback: 'no' })
       .expect(200);
     expect(rejected.body).toMatchObject({ status: 'rejected', feedback: 'no', payload: { amount: 5000 } });
+    expect((await org.request('get', `/v1/approvals/${created.body.id}`).expect(200)).body).toEqual(rejected.body);
     const again = await org.asReviewer('post', `/v1/approvals/${created.body.id}/decision`).send({ verdict: 'approved' }).expect(409);
     expect(again.body.code).toBe('conflict');
   });

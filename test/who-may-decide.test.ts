@@ -104,6 +104,7 @@ describe('quorum', () => {
       const stored = (await org.request('get', `/v1/approvals/${id}`).expect(200)).body;
       expect(stored.status).toBe('approved');
       expect(stored.votes).toHaveLength(2);
+      expect([a.body, b.body]).toContainEqual(stored);
       expect(await webhooksOf(id, 'approval.approved')).toBe(1);
     }
   });

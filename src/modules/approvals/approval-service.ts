@@ -27,7 +27,15 @@ import {
   type VoterRecord,
 } from './approval-store.js';
 import type { Actor } from '../audit/audit-events.js';
-import { createApproval, currentPayloadHash, timeOutApproval, voteOn, type Creation, type Governing } from './approval-transitions.js';
+import {
+  applySettlement,
+  createApproval,
+  currentPayloadHash,
+  timeOutApproval,
+  voteOn,
+  type Creation,
+  type Governing,
+} from './approval-transitions.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 
 /** Policy writes racing one creation this often mean something is wrong, not busy. */
@@ -327,7 +335,14 @@ export class ApprovalService {
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
-    return toApprovalView(await this.require(orgId, id));
+    // With a quorum of one, the first vote settles the approval, so a vote that settled it was its
+    // only one: the approval as read, with this vote and its settlement, is what the database now
+    // holds. Under a larger quorum others may have voted since the read, so it is read again.
+    const decided =
+      outcome === 'settled' && approval.quorum === 1
+        ? { ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote] }
+        : await this.require(orgId, id);
+    return toApprovalView(decided);
   }
 
   /**
