@@ -16,10 +16,10 @@ DECLARE
   v_refusal text;
   v_approve_votes integer;
 BEGIN
-  IF ag_chain_head_setting(p_org) IS NULL THEN -- a batch that defers the head has taken it already
-    PERFORM ag_lock_chain_heads(ARRAY[p_org]);
-  END IF;
-  SELECT * INTO v_approval FROM approvals WHERE org_id = p_org AND id = p_id FOR UPDATE;
+  PERFORM ag_take_chain_head(p_org);
+  -- By primary key: the organization by IS NOT DISTINCT FROM, which no index serves (see oneApproval
+  -- in approval-store.ts: a plan made on lagging statistics may otherwise walk the organization).
+  SELECT * INTO v_approval FROM approvals WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org FOR UPDATE;
   IF NOT FOUND OR v_approval.status <> 'pending' OR v_approval.expires_at <= clock_timestamp() THEN
     RETURN 'not_pending';
   END IF;

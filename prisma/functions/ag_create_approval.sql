@@ -5,7 +5,7 @@
 -- (org_id, idempotency_key) unique index decided an idempotency race) or 'stale_policy' (read the
 -- policy again and re-evaluate). With p_monthly_limit set (free plan), the month's counter is
 -- raised in the same transaction and SQLSTATE AG402 aborts the whole insert at the limit.
--- Like every write path, it takes the organization's chain head first (ag_lock_chain_heads), so
+-- Like every write path, it takes the organization's chain head first (ag_take_chain_head), so
 -- that concurrent writers, single or batched, wait on each other in one order and never deadlock.
 CREATE OR REPLACE FUNCTION ag_create_approval(p_approval jsonb, p_events jsonb, p_monthly_limit integer, p_month text, p_policy_revision uuid)
 RETURNS text
@@ -15,9 +15,7 @@ DECLARE
   v_id uuid;
   v_org uuid := (p_approval->>'org_id')::uuid;
 BEGIN
-  IF ag_chain_head_setting(v_org) IS NULL THEN -- a batch that defers the head has taken it already
-    PERFORM ag_lock_chain_heads(ARRAY[v_org]);
-  END IF;
+  PERFORM ag_take_chain_head(v_org);
   IF (SELECT revision FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key')
      IS DISTINCT FROM p_policy_revision THEN
     RETURN 'stale_policy';

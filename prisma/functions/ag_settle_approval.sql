@@ -3,7 +3,7 @@
 -- a decision needs 'before' (expires_at still ahead), a timeout needs 'reached'. The two
 -- conditions exclude each other, so a decision racing the expiry has exactly one winner, and
 -- the conditional update decides races between deciders. The chain head is taken first, as on
--- every write path (ag_lock_chain_heads).
+-- every write path (ag_take_chain_head).
 CREATE OR REPLACE FUNCTION ag_settle_approval(p_org uuid, p_id uuid, p_changes jsonb, p_events jsonb, p_deadline text)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -12,7 +12,7 @@ BEGIN
   IF p_deadline NOT IN ('before', 'reached') THEN
     RAISE EXCEPTION 'p_deadline must be before or reached, not %', p_deadline;
   END IF;
-  PERFORM ag_lock_chain_heads(ARRAY[p_org]);
+  PERFORM ag_take_chain_head(p_org);
 
   UPDATE approvals SET
     status       = (p_changes->>'status')::"ApprovalStatus",
@@ -24,7 +24,8 @@ BEGIN
     decided_by   = NULLIF(p_changes->'decidedBy', 'null'::jsonb),
     escalated_to = (p_changes->>'escalatedTo')::uuid,
     expires_at   = NULL
-  WHERE org_id = p_org AND id = p_id AND status = 'pending'
+  -- By primary key, as in ag_cast_vote: the organization by IS NOT DISTINCT FROM, which no index serves.
+  WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org AND status = 'pending'
     AND CASE p_deadline
           WHEN 'before' THEN expires_at > clock_timestamp()
           ELSE expires_at <= clock_timestamp()

@@ -1,4 +1,5 @@
 import type { Sql } from '../../data/database.js';
+import { oneApproval } from '../approvals/approval-store.js';
 import type { MemberRole } from '../orgs/tenant.js';
 
 export type NotificationChannel = 'email' | 'slack';
@@ -44,7 +45,7 @@ export class NotificationStore {
       'entitled-members',
       `SELECT m.id, m.email, m.name, m.role, m.email_notifications AS "emailNotifications"
        FROM approvals a JOIN members m ON m.org_id = a.org_id
-       WHERE a.org_id = $1 AND a.id = $2 AND a.status = 'pending' AND a.expires_at > clock_timestamp()
+       WHERE ${oneApproval('$1', '$2', 'a')} AND a.status = 'pending' AND a.expires_at > clock_timestamp()
          AND ag_decision_refusal(a, jsonb_build_object('type', 'user', 'id', m.id, 'email', m.email, 'role', m.role), $3) IS NULL
        ORDER BY m.created_at, m.id`,
       [orgId, approvalId, channel],

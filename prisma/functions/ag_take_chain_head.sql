@@ -1,0 +1,13 @@
+-- Takes one organization's chain head for a single write (ag_lock_chain_heads), unless this
+-- transaction's batch took it already and defers it (ag_defer_chain_heads): a batch's items then
+-- do not lock the head again, one by one.
+CREATE OR REPLACE FUNCTION ag_take_chain_head(p_org uuid)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+  IF ag_chain_head_setting(p_org) IS NULL THEN
+    PERFORM ag_lock_chain_heads(ARRAY[p_org]);
+  END IF;
+END
+$$;

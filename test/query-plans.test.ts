@@ -1,0 +1,88 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { poolSql } from '../src/data/database.js';
+import { ApprovalLookups, ApprovalStore } from '../src/modules/approvals/approval-store.js';
+import { createApproval, voteOn, type Creation } from '../src/modules/approvals/approval-transitions.js';
+import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
+import { NotificationStore } from '../src/modules/notifications/notification-store.js';
+import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+
+let env: TestEnv;
+let org: TestOrg;
+useTestEnv((created) => ({ env, org } = created));
+
+/**
+ * A session of its own whose every statement, those inside our SQL functions included, has its
+ * plan sent back as a notice (auto_explain), planned as a prepared statement is once it has run
+ * a few times (a generic plan, which PL/pgSQL keeps for the session).
+ */
+async function explainingSession(): Promise<{ client: pg.Client; plans: string[] }> {
+  const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
+  await client.connect();
+  const plans: string[] = [];
+  client.on('notice', (notice) => plans.push(notice.message ?? ''));
+  await client.query("LOAD 'auto_explain'");
+  await client.query(
+    `SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
+     SET client_min_messages = log; SET plan_cache_mode = force_generic_plan`,
+  );
+  return { client, plans };
+}
+
+/** The plans of statements over `approvals` among those explained. */
+const approvalPlans = (plans: string[]) => plans.filter((plan) => /(Update on|Scan .*on) approvals\b/.test(plan));
+
+describe('query plans, while the statistics say there are no approvals', () => {
+  let session: { client: pg.Client; plans: string[] };
+  let creations: Creation[];
+
+  beforeAll(async () => {
+    session = await explainingSession();
+    // Statistics that lag behind, as for a new tenant or a fresh deployment: taken while the table
+    // was empty, and not again while one organization's pending approvals pile up.
+    await session.client.query('ALTER TABLE approvals SET (autovacuum_enabled = false)');
+    await session.client.query('ANALYZE approvals');
+    const requester = { type: 'api_key' as const, id: org.keyId };
+    creations = Array.from({ length: 5000 }, (_, i) =>
+      createApproval(
+        { action: `pay-${i}`, payload: {}, policyKey: 'no-policy' },
+        { kind: 'orphan', timeoutSeconds: 600, policyRevision: null },
+        { actor: requester, requester },
+        new Date(),
+      ),
+    );
+    await session.client.query("SELECT ag_write_batch('create', $1::jsonb)", [
+      JSON.stringify(creations.map((creation) => creationItem(org.orgId, creation, null))),
+    ]);
+  });
+  afterAll(() => session.client.end());
+
+  it('a deciding vote locks and settles its approval by primary key', async () => {
+    const reviewer = { type: 'api_key' as const, id: org.reviewerKeyId };
+    const { approval } = creations[2500]!;
+    const { vote, recorded, settling } = voteOn({ ...approval, orgId: org.orgId }, { verdict: 'approved' }, reviewer, new Date());
+    session.plans.length = 0;
+    const { rows } = await session.client.query<{ outcomes: string[] }>("SELECT ag_write_batch('vote', $1::jsonb) AS outcomes", [
+      JSON.stringify([voteItem(org.orgId, approval.id, reviewer, 'api', vote, recorded, settling)]),
+    ]);
+    expect(rows[0]!.outcomes).toEqual(['settled']);
+    const plans = approvalPlans(session.plans);
+    expect(plans).toHaveLength(3); // the vote's lock, the foreign key check of its vote, the settlement
+    for (const plan of plans) expect(plan, plan).toMatch(/Index Scan using approvals_pkey on approvals/);
+  });
+
+  it('reads of one approval go by primary key', async () => {
+    const sql = poolSql(session.client);
+    const { id } = creations[1000]!.approval;
+    session.plans.length = 0;
+    expect(await new ApprovalStore(env.services.db, sql, org.orgId).findById(id)).toMatchObject({ id });
+    expect(await new ApprovalLookups(sql).findById(org.orgId, id)).toMatchObject({ id });
+    expect(
+      await new ApprovalStore(env.services.db, sql, org.orgId).voteRefusal(id, { type: 'api_key', id: org.reviewerKeyId }, 'api'),
+    ).toBeNull();
+    await new NotificationStore(sql).entitledMembers(org.orgId, id, 'email');
+    const plans = approvalPlans(session.plans);
+    expect(plans).toHaveLength(4);
+    for (const plan of plans) expect(plan, plan).toMatch(/Index Scan using approvals_pkey on approvals/);
+  });
+});
