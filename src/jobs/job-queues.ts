@@ -65,14 +65,24 @@ export class JobQueues {
   }
 
   /**
-   * Runs the job now, also when it already waits as a delayed job under the same id (adding alone
-   * would change nothing): for redelivery and for sweepers.
+   * Enqueues a job whose id may have been used before, to run now or after `delayMs`: for
+   * redelivery, sweepers and jobs that step aside. A delayed job under that id runs now instead
+   * (when no delay is asked), one waiting or running is left to run, and a finished one (completed,
+   * or failed for good and kept for inspection) is removed first: Redis would take the add for a
+   * duplicate of it and drop it, and the work would wait for the finished job's retention to end.
    */
-  async runNow<Payload>(definition: JobDefinition<Payload>, payload: Payload): Promise<void> {
-    await this.add(definition, payload);
-    if (!definition.jobId) return;
-    const job = await this.queue(definition).getJob(definition.jobId(payload));
-    if (job && (await job.isDelayed())) await job.promote();
+  async rerun<Payload>(definition: JobDefinition<Payload>, payload: Payload, delayMs = 0): Promise<void> {
+    const earlier = definition.jobId && (await this.queue(definition).getJob(definition.jobId(payload)));
+    if (earlier) {
+      const state = await earlier.getState();
+      if (state === 'completed' || state === 'failed') {
+        await earlier.remove();
+      } else if (state !== 'unknown') {
+        if (state === 'delayed' && delayMs === 0) await earlier.promote();
+        return;
+      }
+    }
+    await this.add(definition, payload, delayMs);
   }
 
   async close(): Promise<void> {

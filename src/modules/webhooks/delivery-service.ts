@@ -109,7 +109,7 @@ export class DeliveryService {
   }
 
   private stepAside(deliveryId: string, delayMs: number): Promise<void> {
-    return this.jobs.add(webhookDeliveryJob, { deliveryId, attempt: 1 }, delayMs + Math.round(Math.random() * 200));
+    return this.jobs.rerun(webhookDeliveryJob, { deliveryId, attempt: 1 }, delayMs + Math.round(Math.random() * 200));
   }
 
   private async attemptTarget(deliveryId: string, target: AttemptTarget | null, attempt: number, holder: string): Promise<AttemptOutcome> {
@@ -196,7 +196,7 @@ export class DeliveryService {
 
   /** Runs the next attempt of a delivery now, also when it waits as a delayed retry (redelivery). */
   deliverNow(deliveryId: string, attempt: number): Promise<void> {
-    return this.jobs.runNow(webhookDeliveryJob, { deliveryId, attempt });
+    return this.jobs.rerun(webhookDeliveryJob, { deliveryId, attempt });
   }
 
   /** The sweeper's half: re-enqueues deliveries whose next attempt is overdue (job lost with Redis). */
