@@ -49,26 +49,26 @@ interface Workload {
   kind: 'create' | 'vote';
   /** What every item is answered. */
   expected: string;
-  /** The batches of one round on `spread` organizations, as ag_write_batch takes them; `setUp` is written first, untimed. */
-  batches(spread: number): { setUp: unknown[][]; timed: unknown[][] };
+  /** The batches of one round over `orgIds`, as ag_write_batch takes them; `setUp` is written first, untimed. */
+  batches(orgIds: string[]): { setUp: unknown[][]; timed: unknown[][] };
 }
 
 const WORKLOADS: Record<string, Workload> = {
   'create pending': {
     kind: 'create',
     expected: 'created',
-    batches: (spread) => ({ setUp: [], timed: batchesOf(spread, (orgId) => creationItem(orgId, creation(orgId, 'review'), null)) }),
+    batches: (orgIds) => ({ setUp: [], timed: batchesOf(orgIds, (orgId) => creationItem(orgId, creation(orgId, 'review'), null)) }),
   },
   'create auto-approved': {
     kind: 'create',
     expected: 'created',
-    batches: (spread) => ({ setUp: [], timed: batchesOf(spread, (orgId) => creationItem(orgId, creation(orgId, 'allow'), null)) }),
+    batches: (orgIds) => ({ setUp: [], timed: batchesOf(orgIds, (orgId) => creationItem(orgId, creation(orgId, 'allow'), null)) }),
   },
   'deciding vote': {
     kind: 'vote',
     expected: 'settled',
-    batches: (spread) => {
-      const pending = batchesOf(spread, (orgId) => ({ orgId, creation: creation(orgId, 'review') }));
+    batches: (orgIds) => {
+      const pending = batchesOf(orgIds, (orgId) => ({ orgId, creation: creation(orgId, 'review') }));
       return {
         setUp: pending.map((batch) => batch.map(({ orgId, creation }) => creationItem(orgId, creation, null))),
         timed: pending.map((batch) => batch.map(({ orgId, creation }) => decidingVote(orgId, creation))),
@@ -77,11 +77,10 @@ const WORKLOADS: Record<string, Workload> = {
   },
 };
 
-let orgIds: string[] = [];
-
-function batchesOf<Item>(spread: number, item: (orgId: string) => Item): Item[][] {
+/** BATCHES batches of BATCH_SIZE items, the organizations taking turns. */
+function batchesOf<Item>(orgIds: string[], item: (orgId: string) => Item): Item[][] {
   return Array.from({ length: BATCHES }, (_, b) =>
-    Array.from({ length: BATCH_SIZE }, (_, i) => item(orgIds[(b * BATCH_SIZE + i) % spread]!)),
+    Array.from({ length: BATCH_SIZE }, (_, i) => item(orgIds[(b * BATCH_SIZE + i) % orgIds.length]!)),
   );
 }
 
@@ -95,7 +94,7 @@ interface FunctionTime {
 runBenchmark('bench:write-batch-sql', 30 * 60_000, async (cleanup) => {
   cleanup(() => dropDatabase(DATABASE));
   const dbUrl = await recreateDatabase(DATABASE);
-  orgIds = (await createOrgs(dbUrl, Math.max(...SPREADS))).map((org) => org.orgId);
+  const orgIds = (await createOrgs(dbUrl, Math.max(...SPREADS))).map((org) => org.orgId);
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
   cleanup(() => client.end());
@@ -123,7 +122,9 @@ runBenchmark('bench:write-batch-sql', 30 * 60_000, async (cleanup) => {
   const figures: string[][] = [];
   const functionTables: string[] = [];
   for (const [name, workload] of Object.entries(WORKLOADS)) {
-    const rounds = SPREADS.flatMap((spread) => Array.from({ length: ROUNDS }, () => ({ spread, ...workload.batches(spread) })));
+    const rounds = SPREADS.flatMap((spread) =>
+      Array.from({ length: ROUNDS }, () => ({ spread, ...workload.batches(orgIds.slice(0, spread)) })),
+    );
     for (const { setUp } of rounds) for (const batch of setUp) await write('create', batch, 'created');
     const before = await functionTimes();
 

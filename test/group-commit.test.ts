@@ -1,9 +1,10 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../src/modules/approvals/approval-store.js';
-import { createApproval, voteOn, type Vote } from '../src/modules/approvals/approval-transitions.js';
+import { voteOn, type Vote } from '../src/modules/approvals/approval-transitions.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
+import { orphanCreation } from './support/orphans.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -11,15 +12,8 @@ let org: TestOrg;
 useTestEnv((created) => ({ env, org } = created));
 
 /** An orphan's creation as ApprovalWrites hands it to ag_write_batch, with `overrides` in its approval row. */
-function orphanCreation(orgId: string, action: string, overrides: Record<string, unknown> = {}) {
-  const actor = { type: 'api_key' as const, id: org.keyId };
-  const creation = createApproval(
-    { action, payload: { action }, policyKey: 'no-policy' },
-    { kind: 'orphan', timeoutSeconds: 60, policyRevision: null },
-    { actor, requester: actor },
-    new Date(),
-  );
-  const item = creationItem(orgId, creation, null);
+function orphanItem(orgId: string, action: string, overrides: Record<string, unknown> = {}) {
+  const item = creationItem(orgId, orphanCreation(org.keyId, action), null);
   return { ...item, approval: { ...item.approval, ...overrides } };
 }
 
@@ -27,10 +21,10 @@ describe('group commit', () => {
   it('commits the others of a batch when one of its creations fails, and answers each', async () => {
     const other = await env.createOrg();
     const items = [
-      orphanCreation(org.orgId, 'first'),
-      orphanCreation(org.orgId, 'broken', { status: 'no-such-status' }),
-      orphanCreation(other.orgId, 'elsewhere'),
-      orphanCreation(org.orgId, 'last'),
+      orphanItem(org.orgId, 'first'),
+      orphanItem(org.orgId, 'broken', { status: 'no-such-status' }),
+      orphanItem(other.orgId, 'elsewhere'),
+      orphanItem(org.orgId, 'last'),
     ];
     const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('create', $1::jsonb) AS outcomes", [
       JSON.stringify(items),
@@ -69,7 +63,7 @@ describe('group commit', () => {
     const head = async () =>
       (await client.query<{ seq: string; hash: string }>('SELECT seq, hash FROM audit_chain_heads WHERE org_id = $1', [orgId])).rows[0]!;
     const append = (action: string) =>
-      client.query('SELECT ag_append_audit_events($1, $2::jsonb)', [orgId, JSON.stringify(orphanCreation(orgId, action).events)]);
+      client.query('SELECT ag_append_audit_events($1, $2::jsonb)', [orgId, JSON.stringify(orphanItem(orgId, action).events)]);
     try {
       const before = await head();
       await client.query('BEGIN');

@@ -2,9 +2,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { poolSql } from '../src/data/database.js';
 import { ApprovalLookups, ApprovalStore } from '../src/modules/approvals/approval-store.js';
-import { createApproval, voteOn, type Creation } from '../src/modules/approvals/approval-transitions.js';
+import { voteOn, type Creation } from '../src/modules/approvals/approval-transitions.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { NotificationStore } from '../src/modules/notifications/notification-store.js';
+import { orphanCreation } from './support/orphans.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -42,15 +43,7 @@ describe('query plans, while the statistics say there are no approvals', () => {
     // was empty, and not again while one organization's pending approvals pile up.
     await session.client.query('ALTER TABLE approvals SET (autovacuum_enabled = false)');
     await session.client.query('ANALYZE approvals');
-    const requester = { type: 'api_key' as const, id: org.keyId };
-    creations = Array.from({ length: 5000 }, (_, i) =>
-      createApproval(
-        { action: `pay-${i}`, payload: {}, policyKey: 'no-policy' },
-        { kind: 'orphan', timeoutSeconds: 600, policyRevision: null },
-        { actor: requester, requester },
-        new Date(),
-      ),
-    );
+    creations = Array.from({ length: 5000 }, (_, i) => orphanCreation(org.keyId, `pay-${i}`, 600));
     await session.client.query("SELECT ag_write_batch('create', $1::jsonb)", [
       JSON.stringify(creations.map((creation) => creationItem(org.orgId, creation, null))),
     ]);

@@ -72,15 +72,21 @@ export class JobQueues {
    * duplicate of it and drop it, and the work would wait for the finished job's retention to end.
    */
   async rerun<Payload>(definition: JobDefinition<Payload>, payload: Payload, delayMs = 0): Promise<void> {
-    const earlier = definition.jobId && (await this.queue(definition).getJob(definition.jobId(payload)));
-    if (earlier) {
-      const state = await earlier.getState();
-      if (state === 'completed' || state === 'failed') {
-        await earlier.remove();
-      } else if (state !== 'unknown') {
-        if (state === 'delayed' && delayMs === 0) await earlier.promote();
+    if (!definition.jobId) return this.add(definition, payload, delayMs);
+    const queue = this.queue(definition);
+    const jobId = definition.jobId(payload);
+    switch (await queue.getJobState(jobId)) {
+      case 'completed':
+      case 'failed':
+        await queue.remove(jobId);
+        break;
+      case 'unknown':
+        break;
+      case 'delayed':
+        if (delayMs === 0) await (await queue.getJob(jobId))?.promote();
         return;
-      }
+      default: // waiting or running: it runs anyway
+        return;
     }
     await this.add(definition, payload, delayMs);
   }

@@ -120,7 +120,7 @@ export class ApprovalWrites {
   }
 
   /** Casts a vote; the database decides whether it settles the approval (see ag_cast_vote). */
-  async castVote(...vote: Parameters<typeof voteItem>): Promise<VoteOutcome> {
-    return outcomeOf(await this.votes.submit(voteItem(...vote))) as VoteOutcome;
+  async castVote(...args: Parameters<typeof voteItem>): Promise<VoteOutcome> {
+    return outcomeOf(await this.votes.submit(voteItem(...args))) as VoteOutcome;
   }
 }
