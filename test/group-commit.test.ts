@@ -17,6 +17,27 @@ function orphanItem(orgId: string, action: string, overrides: Record<string, unk
   return { ...item, approval: { ...item.approval, ...overrides } };
 }
 
+/** An approving vote of the reviewer key on a new pending approval, as ApprovalWrites hands it to ag_write_batch. */
+async function approvingVote(overrides: Partial<Vote> = {}) {
+  const reviewer = { type: 'api_key' as const, id: org.reviewerKeyId };
+  const { body } = await org.request('post', '/v1/approvals').send({ action: 'vote', payload: {}, policyKey: 'no-policy' }).expect(201);
+  const approval = (await new ApprovalStore(env.services.db, env.services.sql, org.orgId).findById(body.id))!;
+  const { vote, recorded, settling } = voteOn(approval, { verdict: 'approved' }, reviewer, new Date());
+  return voteItem(org.orgId, body.id as string, reviewer, 'api', { ...vote, ...overrides }, recorded, settling);
+}
+
+async function writeVotes(items: ReturnType<typeof voteItem>[]): Promise<string[]> {
+  const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('vote', $1::jsonb) AS outcomes", [
+    JSON.stringify(items),
+  ]);
+  return row!.outcomes;
+}
+
+async function statuses(items: { id: string }[]): Promise<string[]> {
+  const store = new ApprovalStore(env.services.db, env.services.sql, org.orgId);
+  return Promise.all(items.map(async ({ id }) => (await store.findById(id))!.status));
+}
+
 describe('group commit', () => {
   it('commits the others of a batch when one of its creations fails, and answers each', async () => {
     const other = await env.createOrg();
@@ -38,21 +59,44 @@ describe('group commit', () => {
   });
 
   it('commits the others of a batch when one of its votes fails, and answers each', async () => {
-    const reviewer = { type: 'api_key' as const, id: org.reviewerKeyId };
-    const store = new ApprovalStore(env.services.db, env.services.sql, org.orgId);
-    const approvingVote = async (overrides: Partial<Vote> = {}) => {
-      const { body } = await org.request('post', '/v1/approvals').send({ action: 'vote', payload: {}, policyKey: 'no-policy' }).expect(201);
-      const { vote, recorded, settling } = voteOn((await store.findById(body.id))!, { verdict: 'approved' }, reviewer, new Date());
-      return voteItem(org.orgId, body.id as string, reviewer, 'api', { ...vote, ...overrides }, recorded, settling);
-    };
     const items = [await approvingVote(), await approvingVote({ at: 'not a time' }), await approvingVote()];
-    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, "SELECT ag_write_batch('vote', $1::jsonb) AS outcomes", [
-      JSON.stringify(items),
-    ]);
-    expect(row!.outcomes).toEqual(['settled', expect.stringMatching(/^failed: 22007 /), 'settled']);
+    expect(await writeVotes(items)).toEqual(['settled', expect.stringMatching(/^failed: 22007 /), 'settled']);
+    expect(await statuses(items)).toEqual(['approved', 'pending', 'approved']);
+    expect(chainProblem(await readChain(env.services.db, org.orgId))).toBeNull();
+  });
 
-    const statuses = await Promise.all(items.map(async ({ id }) => (await store.findById(id))!.status));
-    expect(statuses).toEqual(['approved', 'pending', 'approved']);
+  it('answers not_pending to a vote whose deadline passes while it is cast, and commits the others of its batch', async () => {
+    // The first vote fails, so the items run again one by one, each in a subtransaction of its own.
+    const items = [await approvingVote({ at: 'not a time' }), await approvingVote(), await approvingVote()];
+    const late = items[1]!.id;
+    // The late vote's insert is held past its approval's deadline: the vote passed the deadline
+    // check under the row lock, and its settlement finds the deadline reached (SQLSTATE AG409).
+    // The sequence counts the held inserts; nextval is not undone with a subtransaction.
+    await env.services.db.$executeRawUnsafe('CREATE SEQUENCE held_votes');
+    await env.services.db.$executeRawUnsafe(`
+      CREATE FUNCTION hold_vote() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.approval_id = '${late}' THEN PERFORM nextval('held_votes'), pg_sleep(0.6); END IF;
+        RETURN NEW;
+      END $$`);
+    await env.services.db.$executeRawUnsafe(
+      'CREATE TRIGGER hold_vote BEFORE INSERT ON approval_votes FOR EACH ROW EXECUTE FUNCTION hold_vote()',
+    );
+    try {
+      await env.services.db
+        .$executeRaw`UPDATE approvals SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE id = ${late}::uuid`;
+      expect(await writeVotes(items)).toEqual([expect.stringMatching(/^failed: 22007 /), 'not_pending', 'settled']);
+      const [held] = await env.services.db.$queryRaw<
+        { last_value: bigint; is_called: boolean }[]
+      >`SELECT last_value, is_called FROM held_votes`;
+      expect(held).toEqual({ last_value: 1n, is_called: true });
+    } finally {
+      await env.services.db.$executeRawUnsafe('DROP TRIGGER hold_vote ON approval_votes');
+      await env.services.db.$executeRawUnsafe('DROP FUNCTION hold_vote()');
+      await env.services.db.$executeRawUnsafe('DROP SEQUENCE held_votes');
+    }
+    expect(await statuses(items)).toEqual(['pending', 'pending', 'approved']);
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: late } })).toBe(0);
     expect(chainProblem(await readChain(env.services.db, org.orgId))).toBeNull();
   });
 
