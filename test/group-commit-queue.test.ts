@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as endOfTurn, setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '../src/lib/errors.js';
 import { GroupCommit } from '../src/lib/group-commit.js';
@@ -15,6 +15,29 @@ function heldRunner() {
   return { run, batches, releaseAll: () => releases.splice(0).forEach((release) => release()) };
 }
 
+describe('group commit batches', () => {
+  it('starts a batch at the end of the turn with every call made in it, and queues later calls for the next', async () => {
+    const runner = heldRunner();
+    const writes = new GroupCommit(runner.run, { maxBatch: 2, maxInFlight: 1 });
+    const calls = [writes.submit(1), writes.submit(2), writes.submit(3)];
+    expect(runner.batches).toEqual([]);
+    await endOfTurn();
+    // Three calls of one turn, at most two a batch: the third waits for the slot.
+    expect(runner.batches).toEqual([[1, 2]]);
+    calls.push(writes.submit(4));
+    await endOfTurn();
+    expect(runner.batches).toEqual([[1, 2]]);
+    runner.releaseAll();
+    await sleep(10);
+    expect(runner.batches).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    runner.releaseAll();
+    expect(await Promise.all(calls)).toEqual([10, 20, 30, 40]);
+  });
+});
+
 describe('group commit queue deadline', () => {
   it('refuses calls that waited past the deadline for a write slot with the deadline error, and runs the others', async () => {
     const runner = heldRunner();
@@ -24,6 +47,7 @@ describe('group commit queue deadline', () => {
       queueDeadline: { ms: 100, error: () => new UnavailableError() },
     });
     const first = writes.submit(1);
+    await endOfTurn();
     const overdue = [writes.submit(2), writes.submit(3)].map((call) => call.catch((error: unknown) => error));
     await sleep(150);
     const inTime = writes.submit(4);
@@ -41,7 +65,9 @@ describe('group commit queue deadline', () => {
   it('keeps every queued call without a deadline', async () => {
     const runner = heldRunner();
     const writes = new GroupCommit(runner.run, { maxBatch: 64, maxInFlight: 1 });
-    const calls = [writes.submit(1), writes.submit(2), writes.submit(3)];
+    const calls = [writes.submit(1)];
+    await endOfTurn();
+    calls.push(writes.submit(2), writes.submit(3));
     await sleep(50);
     runner.releaseAll();
     await sleep(10);

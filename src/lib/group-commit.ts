@@ -21,15 +21,21 @@ export interface GroupCommitOptions {
 }
 
 /**
- * Group commit: a call finds a free slot and runs at once, alone (no added latency when idle);
- * while `maxInFlight` batches are running, calls queue and the next free slot takes them all (up
- * to `maxBatch`) in one run. Under load many calls share one round trip and one commit, and the
- * batch size follows the load by itself. `run` answers each item in order; an item's own failure
- * is its result's business, a thrown error fails the whole batch.
+ * Group commit: a call that finds a slot free starts a batch at the end of the event loop's turn
+ * (setImmediate), so the calls made in the same turn join it; idle, that adds microseconds. While
+ * `maxInFlight` batches are running, calls queue and the next free slot takes them all (up to
+ * `maxBatch`) in one run. Under load many calls share one round trip and one commit, and the batch
+ * size follows the load by itself, with no timer. `run` answers each item in order; an item's own
+ * failure is its result's business, a thrown error fails the whole batch.
+ *
+ * Why the end of the turn: calls arrive in clumps, when one answer lets many requests go on (a
+ * batch of API-key reads answered together goes on to write together). Started at the first call,
+ * the batch held that one alone and the rest of the clump waited a whole round trip behind it.
  */
 export class GroupCommit<Item, Result> {
   private readonly queue: Pending<Item, Result>[] = [];
   private inFlight = 0;
+  private drainScheduled = false;
 
   constructor(
     private readonly run: (items: Item[]) => Promise<Result[]>,
@@ -39,6 +45,15 @@ export class GroupCommit<Item, Result> {
   submit(item: Item): Promise<Result> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, queuedAt: performance.now(), resolve, reject });
+      if (this.inFlight < this.options.maxInFlight) this.drainAtEndOfTurn();
+    });
+  }
+
+  private drainAtEndOfTurn(): void {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
       this.drain();
     });
   }
