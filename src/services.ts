@@ -6,6 +6,7 @@ import type { EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { JobQueues } from './jobs/job-queues.js';
 import { jobsFor } from './jobs/registry.js';
+import { BackgroundWork } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
 import { UnavailableError } from './lib/errors.js';
 import { createMailer, type Mailer } from './lib/mailer.js';
@@ -93,7 +94,8 @@ export async function createServices(
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
   const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);
   await Promise.all([settlements.start(), approvalFeed.start()]);
-  const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger);
+  const background = new BackgroundWork(logger);
+  const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger, background);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);
   const metrics = new Metrics(role);
@@ -114,7 +116,7 @@ export async function createServices(
   const approvals = new ApprovalService(
     data,
     policies,
-    { settlements, outboxSignal, jobs, logger, metrics },
+    { background, settlements, outboxSignal, jobs, logger, metrics },
     {
       freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
       orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
@@ -192,6 +194,7 @@ export async function createServices(
       settlements.close();
       approvalFeed.close();
       mailer.close();
+      await withTimeout(background.finish(), 1000, 'after-commit hints').catch(() => {});
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
       await Promise.allSettled([data.close(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
     },

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { withTimeout } from '../src/lib/time.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
@@ -173,6 +174,28 @@ describe('at-least-once delivery', () => {
     await receiver.waitFor(() => ids.every((id) => approvedIds(receiver).has(id)));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(receiver.at('/hook')).toHaveLength(40);
+  });
+});
+
+describe('a Redis that stops answering', () => {
+  it('holds no creation or decision: each is answered once committed, and its hints go out when Redis answers again', async () => {
+    const port = await freePort();
+    const redis = await startRedis(port);
+    cleanups.push(() => stop(redis));
+    const { env, org, createPending } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const decidedBefore = await createPending();
+
+    // Stopped, not killed: the connections stay open and nothing answers or fails on them.
+    redis.kill('SIGSTOP');
+    cleanups.push(async () => redis.kill('SIGCONT'));
+    const created = await createPending();
+    await org.asReviewer('post', `/v1/approvals/${decidedBefore}/decision`).send({ verdict: 'approved' }).expect(200);
+
+    redis.kill('SIGCONT');
+    const expiries = env.services.jobs.queue(approvalExpiryJob);
+    await eventually(
+      async () => (await expiries.getJob(approvalExpiryJob.jobId!({ orgId: org.orgId, approvalId: created }))) !== undefined,
+    );
   });
 });
 

@@ -7,6 +7,7 @@ import type { PolicyService } from '../policies/policy-service.js';
 import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, DecisionInput } from './approval-schemas.js';
 import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
 import { ENQUEUE_HINT_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
+import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Logger } from '../../lib/logger.js';
 import type { GroupCommitOptions } from '../../lib/group-commit.js';
 import type { Metrics } from '../../lib/metrics.js';
@@ -51,8 +52,12 @@ export interface ApprovalLimits {
   writeBatch: GroupCommitOptions;
 }
 
-/** What runs after a commit: wake-ups and schedules in Redis, none of which is needed for correctness. */
+/**
+ * What runs after a commit: wake-ups and schedules in Redis, none of which is needed for
+ * correctness. The API's answers do not wait for them (`background`).
+ */
 export interface AfterCommit {
+  background: BackgroundWork;
   settlements: ApprovalSettlements;
   outboxSignal: OutboxSignal;
   jobs: JobQueues;
@@ -184,28 +189,35 @@ export class ApprovalService {
       const existing = await store.findByIdempotencyKey(input.idempotencyKey!);
       return { created: false, approval: toApprovalView(existing!) };
     }
-    await this.announceCreation(tenant.orgId, creation);
+    this.announceCreation(tenant.orgId, creation);
     return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
   }
 
   /**
-   * Schedules the expiry of a pending approval and wakes the outbox relay. Failures only delay:
-   * the expiry sweeper and the relay's polling cover anything Redis missed.
+   * Schedules the expiry of a pending approval and wakes the outbox relay, in the background.
+   * Failures only delay: the expiry sweeper and the relay's polling cover anything Redis missed.
    */
-  private async announceCreation(orgId: string, { approval, events }: Creation): Promise<void> {
-    const { jobs, outboxSignal, logger, metrics } = this.afterCommit;
+  private announceCreation(orgId: string, { approval, events }: Creation): void {
+    const { background, jobs, outboxSignal, logger, metrics } = this.afterCommit;
     metrics.approvalsCreated.inc({ outcome: events.some((event) => event.type === 'approval.orphaned') ? 'orphaned' : approval.status });
-    const scheduleExpiry = async (expiresAt: Date) => {
-      const delayMs = expiresAt.getTime() - Date.now();
-      await withTimeout(
-        jobs.add(approvalExpiryJob, { orgId, approvalId: approval.id }, delayMs),
-        ENQUEUE_HINT_TIMEOUT_MS,
-        'scheduling expiry',
-      ).catch((error: unknown) =>
-        logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it'),
+    if (approval.expiresAt) {
+      const delayMs = approval.expiresAt.getTime() - Date.now();
+      background.start(
+        withTimeout(
+          jobs.add(approvalExpiryJob, { orgId, approvalId: approval.id }, delayMs),
+          ENQUEUE_HINT_TIMEOUT_MS,
+          'scheduling expiry',
+        ).catch((error: unknown) =>
+          logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it'),
+        ),
       );
-    };
-    await Promise.all([approval.expiresAt && scheduleExpiry(approval.expiresAt), outboxSignal.notify()]);
+    }
+    outboxSignal.notify();
+  }
+
+  /** Wakes the long-polls of a settled approval in every web process, in the background. */
+  private publishSettlement(id: string): void {
+    this.afterCommit.background.start(this.afterCommit.settlements.publish(id));
   }
 
   /** A page of the organization's approvals, newest first (contract C8). */
@@ -275,11 +287,9 @@ export class ApprovalService {
     }
 
     this.afterCommit.metrics.expiryLateness.observe((now.getTime() - approval.expiresAt.getTime()) / 1000);
-    await Promise.all([
-      this.afterCommit.settlements.publish(id),
-      successor && this.announceCreation(orgId, successor),
-      this.afterCommit.outboxSignal.notify(),
-    ]);
+    this.publishSettlement(id);
+    if (successor) this.announceCreation(orgId, successor);
+    this.afterCommit.outboxSignal.notify();
     return { kind: 'settled', status: settlement.status, successorId: successor?.approval.id ?? null };
   }
 
@@ -334,7 +344,8 @@ export class ApprovalService {
     const outcome = await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, vote, recorded, settling);
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
-    await Promise.all([outcome === 'settled' && this.afterCommit.settlements.publish(id), this.afterCommit.outboxSignal.notify()]);
+    if (outcome === 'settled') this.publishSettlement(id);
+    this.afterCommit.outboxSignal.notify();
     // With a quorum of one, the first vote settles the approval, so a vote that settled it was its
     // only one: the approval as read, with this vote and its settlement, is what the database now
     // holds. Under a larger quorum others may have voted since the read, so it is read again.

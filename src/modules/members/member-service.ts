@@ -64,7 +64,7 @@ export class MemberService {
       (created) => memberEvent('member.created', tenant.actor, created, { role: created.role }),
     );
     if (!member) throw new ConflictError(`A member with the email '${input.email}' already exists in this organization.`);
-    await this.afterCommit.outboxSignal.notify();
+    this.afterCommit.outboxSignal.notify();
     return { member: toMemberView(member), inviteUrl: this.inviteUrl(token) };
   }
 
@@ -82,7 +82,7 @@ export class MemberService {
       }),
     );
     const member = this.settled(outcome, id, 'demote');
-    await this.afterCommit.outboxSignal.notify();
+    this.afterCommit.outboxSignal.notify();
     return toMemberView(member);
   }
 
@@ -92,7 +92,7 @@ export class MemberService {
       memberEvent('member.removed', tenant.actor, member, { role: member.role }),
     );
     this.settled(outcome, id, 'remove');
-    await this.afterCommit.outboxSignal.notify();
+    this.afterCommit.outboxSignal.notify();
   }
 
   /** A member's own settings, through their session. */
@@ -219,7 +219,7 @@ export class MemberService {
     if (outcome === 'taken') {
       throw new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
     }
-    await this.afterCommit.outboxSignal.notify();
+    this.afterCommit.outboxSignal.notify();
   }
 
   /** Maintenance: expired sessions and invites, and failures older than the window. */

@@ -1,11 +1,13 @@
 import type { Redis } from 'ioredis';
+import type { BackgroundWork } from '../../lib/background-work.js';
 import { Batcher } from '../../lib/batcher.js';
 import type { Logger } from 'pino';
 
 /**
  * Wakes the outbox relay as soon as a transaction that wrote outbox rows commits, so webhooks
  * leave within milliseconds. Only a hint: the relay also polls, so a lost signal (Redis away)
- * delays a webhook by one poll interval and never loses it.
+ * delays a webhook by one poll interval and never loses it. Nobody waits for it: it goes out as
+ * background work.
  */
 export class OutboxSignal {
   private readonly channel: string;
@@ -14,6 +16,7 @@ export class OutboxSignal {
     private readonly publisher: Redis,
     prefix: string,
     private readonly logger: Logger,
+    private readonly background: BackgroundWork,
   ) {
     this.channel = `${prefix}:outbox:committed`;
   }
@@ -23,12 +26,10 @@ export class OutboxSignal {
     await this.publisher.publish(this.channel, '1');
   });
 
-  async notify(): Promise<void> {
-    try {
-      await this.signals.add();
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not signal the outbox relay; it will poll');
-    }
+  notify(): void {
+    this.background.start(
+      this.signals.add().catch((error: unknown) => this.logger.warn({ err: error }, 'could not signal the outbox relay; it will poll')),
+    );
   }
 
   async listen(subscriber: Redis, onSignal: () => void): Promise<void> {

@@ -67,7 +67,7 @@ export class SlackService {
       await appendAuditEvents(tx, tenant.orgId, [integrationEvent('integration.updated', tenant, saved)]);
       return saved;
     });
-    await this.afterCommit.outboxSignal.notify();
+    this.afterCommit.outboxSignal.notify();
     return toView(integration);
   }
 
@@ -85,7 +85,7 @@ export class SlackService {
       return integration;
     });
     if (!removed) throw notConnected();
-    await this.afterCommit.outboxSignal.notify();
+    this.afterCommit.outboxSignal.notify();
   }
 
   /** The organization's workspace with a client holding its bot token, or null when none is connected. */
