@@ -4,7 +4,7 @@ import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
 import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
 import type { EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
-import { JobQueues } from './jobs/job-queues.js';
+import { ENQUEUE_HINT_TIMEOUT_MS, JobQueues } from './jobs/job-queues.js';
 import { jobsFor } from './jobs/registry.js';
 import { BackgroundWork } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
@@ -94,8 +94,8 @@ export async function createServices(
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
   const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);
   await Promise.all([settlements.start(), approvalFeed.start()]);
-  const background = new BackgroundWork(logger);
-  const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, logger, background);
+  const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
+  const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, background);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);
   const metrics = new Metrics(role);
@@ -116,7 +116,7 @@ export async function createServices(
   const approvals = new ApprovalService(
     data,
     policies,
-    { background, settlements, outboxSignal, jobs, logger, metrics },
+    { background, settlements, outboxSignal, jobs, metrics },
     {
       freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
       orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,
@@ -194,7 +194,7 @@ export async function createServices(
       settlements.close();
       approvalFeed.close();
       mailer.close();
-      await withTimeout(background.finish(), 1000, 'after-commit hints').catch(() => {});
+      await background.finish();
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
       await Promise.allSettled([data.close(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
     },

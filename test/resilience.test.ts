@@ -191,6 +191,12 @@ describe('a Redis that stops answering', () => {
     const created = await createPending();
     await org.asReviewer('post', `/v1/approvals/${decidedBefore}/decision`).send({ verdict: 'approved' }).expect(200);
 
+    // Each hint is given up on after a bound, so a hung Redis holds a bounded number of them.
+    await eventually(async () =>
+      ['scheduling the expiry', 'waking the outbox relay', 'waking long-polls'].every((hint) =>
+        env.logs.some((line) => String(line.msg).startsWith(hint) && String(line.msg).endsWith(' failed')),
+      ),
+    );
     redis.kill('SIGCONT');
     const expiries = env.services.jobs.queue(approvalExpiryJob);
     await eventually(

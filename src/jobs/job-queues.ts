@@ -4,8 +4,9 @@ import type { Logger } from '../lib/logger.js';
 import type { JobDefinition } from './job.js';
 
 /**
- * How long a request waits on Redis to enqueue work that a sweeper would also find in Postgres:
- * past it the request answers anyway, and the work starts late instead of never.
+ * How long enqueueing work that a sweeper would also find in Postgres waits on Redis (a request's
+ * wait, or a hint's in the background): past it the wait is given up, and the work starts late
+ * instead of never.
  */
 export const ENQUEUE_HINT_TIMEOUT_MS = 250;
 

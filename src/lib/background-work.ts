@@ -1,29 +1,34 @@
 import type { Logger } from './logger.js';
+import { withTimeout } from './time.js';
 
 /**
  * Work that an answer does not wait for: the hints sent to Redis after a commit (an expiry to
  * schedule, a relay or a long-poll to wake), none of which correctness needs. An answer that waited
  * for them paid a Redis round trip, and a Redis that hangs without closing its connections (no
- * reply, no error) held every creation and decision with it. The work is kept until it ends, so a
- * shutdown can let it finish before the connections close.
+ * reply, no error) held every creation and decision with it. Each piece of work is given up on
+ * after `timeoutMs`, so a hung Redis costs a bounded number of them in memory, and a shutdown
+ * can let the rest finish before the connections close.
  */
 export class BackgroundWork {
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly timeoutMs: number,
+  ) {}
 
-  /** `work` handles its own failures; one it did not expect is logged here. */
-  start(work: Promise<unknown>): void {
-    const tracked: Promise<void> = work
+  /** `what` names the work and what covers its failure, which is logged with `context`. */
+  start(what: string, work: Promise<unknown>, context: Record<string, unknown> = {}): void {
+    const tracked: Promise<void> = withTimeout(work, this.timeoutMs, what)
       .then(
         () => undefined,
-        (error: unknown) => this.logger.error({ err: error }, 'background work failed'),
+        (error: unknown) => this.logger.warn({ err: error, ...context }, `${what} failed`),
       )
       .finally(() => this.running.delete(tracked));
     this.running.add(tracked);
   }
 
-  /** Resolves when everything started so far has ended. */
+  /** Resolves when everything started so far has ended or been given up on. */
   async finish(): Promise<void> {
     await Promise.all(this.running);
   }

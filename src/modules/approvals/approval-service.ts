@@ -6,13 +6,11 @@ import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
 import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, DecisionInput } from './approval-schemas.js';
 import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
-import { ENQUEUE_HINT_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
+import type { JobQueues } from '../../jobs/job-queues.js';
 import type { BackgroundWork } from '../../lib/background-work.js';
-import type { Logger } from '../../lib/logger.js';
 import type { GroupCommitOptions } from '../../lib/group-commit.js';
 import type { Metrics } from '../../lib/metrics.js';
 import { ApprovalWrites } from './approval-writes.js';
-import { withTimeout } from '../../lib/time.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
@@ -61,7 +59,6 @@ export interface AfterCommit {
   settlements: ApprovalSettlements;
   outboxSignal: OutboxSignal;
   jobs: JobQueues;
-  logger: Logger;
   metrics: Metrics;
 }
 
@@ -198,18 +195,14 @@ export class ApprovalService {
    * Failures only delay: the expiry sweeper and the relay's polling cover anything Redis missed.
    */
   private announceCreation(orgId: string, { approval, events }: Creation): void {
-    const { background, jobs, outboxSignal, logger, metrics } = this.afterCommit;
+    const { background, jobs, outboxSignal, metrics } = this.afterCommit;
     metrics.approvalsCreated.inc({ outcome: events.some((event) => event.type === 'approval.orphaned') ? 'orphaned' : approval.status });
     if (approval.expiresAt) {
       const delayMs = approval.expiresAt.getTime() - Date.now();
       background.start(
-        withTimeout(
-          jobs.add(approvalExpiryJob, { orgId, approvalId: approval.id }, delayMs),
-          ENQUEUE_HINT_TIMEOUT_MS,
-          'scheduling expiry',
-        ).catch((error: unknown) =>
-          logger.warn({ err: error, approvalId: approval.id }, 'could not schedule expiry; the sweeper will settle it'),
-        ),
+        'scheduling the expiry (the sweeper will settle the approval)',
+        jobs.add(approvalExpiryJob, { orgId, approvalId: approval.id }, delayMs),
+        { approvalId: approval.id },
       );
     }
     outboxSignal.notify();
@@ -217,7 +210,11 @@ export class ApprovalService {
 
   /** Wakes the long-polls of a settled approval in every web process, in the background. */
   private publishSettlement(id: string): void {
-    this.afterCommit.background.start(this.afterCommit.settlements.publish(id));
+    this.afterCommit.background.start(
+      'waking long-polls (they read again when their wait runs out)',
+      this.afterCommit.settlements.publish(id),
+      { approvalId: id },
+    );
   }
 
   /** A page of the organization's approvals, newest first (contract C8). */

@@ -43,13 +43,9 @@ export class ApprovalSettlements {
     }
   }
 
-  /** Announces a committed settlement. Failure is logged, not thrown: the state is already safe. */
+  /** Announces a committed settlement; deciders run it as background work (`BackgroundWork`). */
   async publish(approvalId: string): Promise<void> {
-    try {
-      await this.publisher.publish(this.channel, approvalId);
-    } catch (error) {
-      this.logger.warn({ err: error, approvalId }, 'could not publish approval settlement');
-    }
+    await this.publisher.publish(this.channel, approvalId);
   }
 
   /**

@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { BackgroundWork } from '../../lib/background-work.js';
 import { Batcher } from '../../lib/batcher.js';
-import type { Logger } from 'pino';
 
 /**
  * Wakes the outbox relay as soon as a transaction that wrote outbox rows commits, so webhooks
@@ -15,7 +14,6 @@ export class OutboxSignal {
   constructor(
     private readonly publisher: Redis,
     prefix: string,
-    private readonly logger: Logger,
     private readonly background: BackgroundWork,
   ) {
     this.channel = `${prefix}:outbox:committed`;
@@ -27,9 +25,7 @@ export class OutboxSignal {
   });
 
   notify(): void {
-    this.background.start(
-      this.signals.add().catch((error: unknown) => this.logger.warn({ err: error }, 'could not signal the outbox relay; it will poll')),
-    );
+    this.background.start('waking the outbox relay (it will poll)', this.signals.add());
   }
 
   async listen(subscriber: Redis, onSignal: () => void): Promise<void> {
