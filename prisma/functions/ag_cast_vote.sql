@@ -37,7 +37,8 @@ BEGIN
     RETURN 'duplicate_voter';
   END IF;
 
-  IF p_vote->>'verdict' = 'approved' THEN
+  -- Under a quorum of one, the approving vote just inserted is the one that reaches it.
+  IF p_vote->>'verdict' = 'approved' AND v_approval.quorum > 1 THEN
     SELECT count(*) INTO v_approve_votes FROM approval_votes WHERE approval_id = p_id AND verdict = 'approved';
     IF v_approve_votes < v_approval.quorum THEN
       PERFORM ag_append_audit_events(p_org, p_recorded_events);
