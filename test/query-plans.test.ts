@@ -78,4 +78,15 @@ describe('query plans, while the statistics say there are no approvals', () => {
     expect(plans).toHaveLength(4);
     for (const plan of plans) expect(plan, plan).toMatch(/Index Scan using approvals_pkey on approvals/);
   });
+
+  it('the expiry sweeper walks the index of pending deadlines, in deadline order', async () => {
+    const sql = poolSql(session.client);
+    session.plans.length = 0;
+    // A grace below zero puts the cut-off after the deadlines (600 s ahead), so every one is overdue.
+    const overdue = await ApprovalStore.findOverdue(sql, -700_000, 10);
+    expect(overdue).toHaveLength(10);
+    const plans = approvalPlans(session.plans);
+    expect(plans).toHaveLength(1);
+    expect(plans[0], plans[0]).toMatch(/Index Scan using approvals_pending_expires_at_idx on approvals/);
+  });
 });

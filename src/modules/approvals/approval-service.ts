@@ -306,7 +306,7 @@ export class ApprovalService {
 
   /** The sweeper: times out approvals overdue by `graceMs` or more, whose expiry job went missing. */
   async timeOutOverdue(graceMs: number, limit: number, actor: Actor): Promise<number> {
-    const overdue = await ApprovalStore.findOverdue(this.data.db, graceMs, limit);
+    const overdue = await ApprovalStore.findOverdue(this.data.sql, graceMs, limit);
     let settled = 0;
     for (const { orgId, id } of overdue) {
       if ((await this.timeOut(orgId, id, actor)).kind === 'settled') settled += 1;

@@ -172,14 +172,17 @@ export class ApprovalStore {
     });
   }
 
-  /** Pending approvals whose deadline passed `graceMs` ago or more: the ones their expiry job missed. */
-  static async findOverdue(db: Database, graceMs: number, limit: number): Promise<{ orgId: string; id: string }[]> {
-    return db.approval.findMany({
-      where: { status: 'pending', expiresAt: { lte: new Date(Date.now() - graceMs) } },
-      select: { orgId: true, id: true },
-      orderBy: { expiresAt: 'asc' },
-      take: limit,
-    });
+  /**
+   * Pending approvals whose deadline passed `graceMs` ago or more: the ones their expiry job
+   * missed. The status is written in the statement, not bound, so that even a generic plan can
+   * tell the partial index of pending deadlines (approvals_pending_expires_at_idx) serves it.
+   */
+  static findOverdue(sql: Sql, graceMs: number, limit: number): Promise<{ orgId: string; id: string }[]> {
+    return sql.query(
+      'overdue-approvals',
+      `SELECT org_id AS "orgId", id FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      [new Date(Date.now() - graceMs), limit],
+    );
   }
 }
 
