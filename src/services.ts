@@ -91,10 +91,10 @@ export async function createServices(
   const { db, sql } = data;
   const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
   const subscriber = role === 'web' ? createRedisSubscriber(config.REDIS_URL, 'settlements', logger) : null;
-  const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger);
+  const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
+  const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger, background);
   const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);
   await Promise.all([settlements.start(), approvalFeed.start()]);
-  const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, background);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
   const mailer = createMailer(config, logger);

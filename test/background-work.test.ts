@@ -1,16 +1,10 @@
-import { Writable } from 'node:stream';
 import { expect, it } from 'vitest';
 import { BackgroundWork } from '../src/lib/background-work.js';
 import { createLogger } from '../src/lib/logger.js';
+import { recordLogLines } from './support/log-lines.js';
 
 function recordingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+  const { lines, sink } = recordLogLines();
   return { lines, logger: createLogger({ LOG_LEVEL: 'info', NODE_ENV: 'test' }, 'background-work-test', sink) };
 }
 

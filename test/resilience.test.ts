@@ -178,7 +178,7 @@ describe('at-least-once delivery', () => {
 });
 
 describe('a Redis that stops answering', () => {
-  it('holds no creation or decision: each is answered once committed, and its hints go out when Redis answers again', async () => {
+  it('holds no creation, decision or member change: each is answered once committed, and its hints go out when Redis answers again', async () => {
     const port = await freePort();
     const redis = await startRedis(port);
     cleanups.push(() => stop(redis));
@@ -190,6 +190,7 @@ describe('a Redis that stops answering', () => {
     cleanups.push(async () => redis.kill('SIGCONT'));
     const created = await createPending();
     await org.asReviewer('post', `/v1/approvals/${decidedBefore}/decision`).send({ verdict: 'approved' }).expect(200);
+    await org.request('post', '/v1/members').send({ email: 'frozen-redis@example.com', role: 'reviewer' }).expect(201);
 
     // Each hint is given up on after a bound, so a hung Redis holds a bounded number of them.
     await eventually(async () =>

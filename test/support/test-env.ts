@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import type { Express } from 'express';
 import { Redis } from 'ioredis';
 import supertest from 'supertest';
@@ -10,6 +9,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createApp, createHttpServer } from '../../src/http/app.js';
 import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createLogger } from '../../src/lib/logger.js';
+import { recordLogLines } from './log-lines.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
 import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
@@ -68,13 +68,7 @@ export async function createTestEnv(
     REDIS_PREFIX: `agtest:${suffix}`,
     ...overrides,
   });
-  const logs: Record<string, unknown>[] = [];
-  const logSink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+  const { lines: logs, sink: logSink } = recordLogLines();
   const logger = createLogger(config, 'test', logSink);
   const started: { services: Services; server: Server }[] = [];
   const start = async () => {

@@ -208,15 +208,6 @@ export class ApprovalService {
     outboxSignal.notify();
   }
 
-  /** Wakes the long-polls of a settled approval in every web process, in the background. */
-  private publishSettlement(id: string): void {
-    this.afterCommit.background.start(
-      'waking long-polls (they read again when their wait runs out)',
-      this.afterCommit.settlements.publish(id),
-      { approvalId: id },
-    );
-  }
-
   /** A page of the organization's approvals, newest first (contract C8). */
   async list(tenant: Tenant, query: ApprovalListQuery): Promise<{ approvals: ApprovalView[]; nextCursor: string | null }> {
     const { status, cursor, ...filters } = query;
@@ -284,9 +275,10 @@ export class ApprovalService {
     }
 
     this.afterCommit.metrics.expiryLateness.observe((now.getTime() - approval.expiresAt.getTime()) / 1000);
-    this.publishSettlement(id);
+    this.afterCommit.settlements.publish(id);
+    // The successor's announcement wakes the relay for both commits' events.
     if (successor) this.announceCreation(orgId, successor);
-    this.afterCommit.outboxSignal.notify();
+    else this.afterCommit.outboxSignal.notify();
     return { kind: 'settled', status: settlement.status, successorId: successor?.approval.id ?? null };
   }
 
@@ -341,7 +333,7 @@ export class ApprovalService {
     const outcome = await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, vote, recorded, settling);
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
-    if (outcome === 'settled') this.publishSettlement(id);
+    if (outcome === 'settled') this.afterCommit.settlements.publish(id);
     this.afterCommit.outboxSignal.notify();
     // With a quorum of one, the first vote settles the approval, so a vote that settled it was its
     // only one: the approval as read, with this vote and its settlement, is what the database now

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Caller } from '../../lib/caller.js';
 import { Deadlines } from '../../lib/deadlines.js';
 import { subscribeWithin } from '../../lib/redis.js';
@@ -26,6 +27,7 @@ export class ApprovalSettlements {
     private readonly subscriber: Redis | null,
     prefix: string,
     private readonly logger: Logger,
+    private readonly background: BackgroundWork,
   ) {
     this.channel = `${prefix}:approvals:settled`;
     this.subscriber?.on('message', (channel: string, approvalId: string) => {
@@ -43,9 +45,15 @@ export class ApprovalSettlements {
     }
   }
 
-  /** Announces a committed settlement; deciders run it as background work (`BackgroundWork`). */
-  async publish(approvalId: string): Promise<void> {
-    await this.publisher.publish(this.channel, approvalId);
+  /** Announces a committed settlement, as background work: nobody waits for it. */
+  publish(approvalId: string): void {
+    this.background.start(
+      'waking long-polls (they read again when their wait runs out)',
+      this.publisher.publish(this.channel, approvalId),
+      {
+        approvalId,
+      },
+    );
   }
 
   /**
