@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { BackgroundWork } from '../src/lib/background-work.js';
+import { Batcher } from '../src/lib/batcher.js';
 import { createLogger } from '../src/lib/logger.js';
 import { recordLogLines } from './support/log-lines.js';
 
@@ -32,4 +33,18 @@ it('lets a shutdown wait for the work running, gives up on work that hangs past 
   expect(lines).toHaveLength(2);
   // Nothing is left running: a second shutdown does not wait.
   await background.finish();
+});
+
+it('lets a shutdown wait for the work that a batcher starts at the end of the turn', async () => {
+  const { logger } = recordingLogger();
+  const background = new BackgroundWork(logger, 200);
+  let sent: string[] = [];
+  const hints = new Batcher<string>(async (items) => {
+    background.start('a batched hint', new Promise<void>((resolve) => setTimeout(() => resolve(void (sent = items)), 20)));
+  });
+  void hints.add('first');
+  void hints.add('second');
+
+  await background.finish();
+  expect(sent).toEqual(['first', 'second']);
 });

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { eventually } from './support/eventually.js';
@@ -100,5 +101,26 @@ describe('GET /v1/approvals/:id?wait=N', () => {
     await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
     const answers = await all;
     expect(answers.every((res) => res.status === 200 && res.body.status === 'approved')).toBe(true);
+  });
+
+  it('sends the settlements of one turn as one message that wakes each of their waiters', async () => {
+    const listener = new Redis(env.config.REDIS_URL);
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled`);
+    try {
+      const ids = ['a1', 'a2', 'a3'];
+      const present = { gone: false, onGone: () => {} };
+      const watches = ids.map((id) => env.services.settlements.watch(id));
+      const woken = watches.map((watch) => watch.wait(10_000, present));
+
+      for (const id of ids) env.services.settlements.publish(id);
+      await Promise.all(woken);
+      watches.forEach((watch) => watch.release());
+
+      expect(messages).toEqual(['a1,a2,a3']);
+    } finally {
+      await listener.quit();
+    }
   });
 });

@@ -28,8 +28,12 @@ export class BackgroundWork {
     this.running.add(tracked);
   }
 
-  /** Resolves when everything started so far has ended or been given up on. */
+  /**
+   * Resolves when everything started so far has ended or been given up on, including what a
+   * Batcher starts at the end of this turn for the calls made in it.
+   */
   async finish(): Promise<void> {
+    await new Promise(setImmediate);
     await Promise.all(this.running);
   }
 }

@@ -2,8 +2,12 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Caller } from '../../lib/caller.js';
+import { Batcher } from '../../lib/batcher.js';
 import { Deadlines } from '../../lib/deadlines.js';
 import { subscribeWithin } from '../../lib/redis.js';
+
+/** Between the ids of one message; an approval id (a UUID) never holds it. */
+const ID_SEPARATOR = ',';
 
 /**
  * Tells long-polling readers that an approval left `pending`, across every process.
@@ -12,7 +16,9 @@ import { subscribeWithin } from '../../lib/redis.js';
  * id, so ten thousand waiting requests cost ten thousand map entries, not ten thousand Redis
  * subscriptions or database polls. Deciders publish after their transaction commits; a message
  * lost to a Redis outage only delays the waiter until its `wait` runs out, when it re-reads the
- * database, so the answer is never wrong, at worst late.
+ * database, so the answer is never wrong, at worst late. The settlements of one event-loop turn
+ * (a batch of votes answered together) share one message, their ids separated by commas: one
+ * PUBLISH, and one message for every subscribed process, instead of one per settlement.
  */
 export class ApprovalSettlements {
   private readonly waiters = new Map<string, Set<() => void>>();
@@ -30,8 +36,8 @@ export class ApprovalSettlements {
     private readonly background: BackgroundWork,
   ) {
     this.channel = `${prefix}:approvals:settled`;
-    this.subscriber?.on('message', (channel: string, approvalId: string) => {
-      if (channel === this.channel) this.wake(approvalId);
+    this.subscriber?.on('message', (channel: string, approvalIds: string) => {
+      if (channel === this.channel) for (const approvalId of approvalIds.split(ID_SEPARATOR)) this.wake(approvalId);
     });
   }
 
@@ -45,15 +51,17 @@ export class ApprovalSettlements {
     }
   }
 
-  /** Announces a committed settlement, as background work: nobody waits for it. */
-  publish(approvalId: string): void {
+  private readonly announcements = new Batcher<string>(async (approvalIds) => {
     this.background.start(
       'waking long-polls (they read again when their wait runs out)',
-      this.publisher.publish(this.channel, approvalId),
-      {
-        approvalId,
-      },
+      this.publisher.publish(this.channel, approvalIds.join(ID_SEPARATOR)),
+      { approvalIds },
     );
+  });
+
+  /** Announces a committed settlement, as background work: nobody waits for it. */
+  publish(approvalId: string): void {
+    void this.announcements.add(approvalId);
   }
 
   /**

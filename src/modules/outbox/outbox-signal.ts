@@ -19,13 +19,13 @@ export class OutboxSignal {
     this.channel = `${prefix}:outbox:committed`;
   }
 
-  /** Commits of the same event-loop turn share one PUBLISH. */
+  /** Commits of the same event-loop turn share one PUBLISH, and one piece of background work. */
   private readonly signals = new Batcher<void>(async () => {
-    await this.publisher.publish(this.channel, '1');
+    this.background.start('waking the outbox relay (it will poll)', this.publisher.publish(this.channel, '1'));
   });
 
   notify(): void {
-    this.background.start('waking the outbox relay (it will poll)', this.signals.add());
+    void this.signals.add();
   }
 
   async listen(subscriber: Redis, onSignal: () => void): Promise<void> {
