@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { createServices } from '../src/services.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { eventually } from './support/eventually.js';
 
@@ -103,11 +104,17 @@ describe('GET /v1/approvals/:id?wait=N', () => {
     expect(answers.every((res) => res.status === 200 && res.body.status === 'approved')).toBe(true);
   });
 
-  it('sends the settlements of one turn as one message that wakes each of their waiters', async () => {
+  /** Every message on the settlements channel, as another process's subscriber receives it. */
+  async function listenToSettlements() {
     const listener = new Redis(env.config.REDIS_URL);
     const messages: string[] = [];
     listener.on('message', (_channel: string, message: string) => messages.push(message));
     await listener.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled`);
+    return { messages, stop: () => listener.quit() };
+  }
+
+  it('sends the settlements of one turn as one message that wakes each of their waiters', async () => {
+    const { messages, stop } = await listenToSettlements();
     try {
       const ids = ['a1', 'a2', 'a3'];
       const present = { gone: false, onGone: () => {} };
@@ -120,7 +127,20 @@ describe('GET /v1/approvals/:id?wait=N', () => {
 
       expect(messages).toEqual(['a1,a2,a3']);
     } finally {
-      await listener.quit();
+      await stop();
+    }
+  });
+
+  it('sends a settlement announced in the turn a shutdown starts before it closes Redis', async () => {
+    const { messages, stop } = await listenToSettlements();
+    try {
+      const worker = await createServices(env.config, env.services.logger, 'worker');
+      await eventually(async () => (await worker.checkReadiness()).redis);
+      worker.settlements.publish('last');
+      await worker.close();
+      await eventually(() => messages.includes('last'));
+    } finally {
+      await stop();
     }
   });
 });
