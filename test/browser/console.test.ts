@@ -331,8 +331,11 @@ describe('who may do what', () => {
     const { org, reviewer } = await organization();
     const { context, page } = await signIn(browser, env, reviewer);
     await org.request('delete', `/v1/members/${reviewer.id}`).expect(204);
-    await page.getByRole('link', { name: 'History' }).click();
-    await page.getByText('Your session has ended; sign in again.').waitFor();
+    // Its next request is the click's, or one the page makes by itself first (reopening its event
+    // stream); either returns it to sign-in, and a click that finds the notice instead does nothing.
+    const ended = page.getByText('Your session has ended; sign in again.');
+    await page.getByRole('link', { name: 'History' }).or(ended).first().click();
+    await ended.waitFor();
     await page.getByRole('heading', { name: 'Sign in to Approval Gate' }).waitFor();
     await context.close();
   });
