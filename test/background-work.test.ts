@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest';
 import { BackgroundWork } from '../src/lib/background-work.js';
-import { Batcher } from '../src/lib/batcher.js';
 import { createLogger } from '../src/lib/logger.js';
 import { recordLogLines } from './support/log-lines.js';
 
@@ -35,15 +34,16 @@ it('lets a shutdown wait for the work running, gives up on work that hangs past 
   await background.finish();
 });
 
-it('lets a shutdown wait for the work that a batcher starts at the end of the turn', async () => {
+it('sends the calls of one turn together at its end, and lets a shutdown wait for them', async () => {
   const { logger } = recordingLogger();
   const background = new BackgroundWork(logger, 200);
   let sent: string[] = [];
-  const hints = new Batcher<string>(async (items) => {
-    background.start('a batched hint', new Promise<void>((resolve) => setTimeout(() => resolve(void (sent = items)), 20)));
-  });
-  void hints.add('first');
-  void hints.add('second');
+  const hint = background.eachTurn(
+    'a batched hint',
+    (items: string[]) => new Promise<void>((resolve) => setTimeout(() => resolve(void (sent = items)), 20)),
+  );
+  hint('first');
+  hint('second');
 
   await background.finish();
   expect(sent).toEqual(['first', 'second']);

@@ -19,21 +19,45 @@ export class BackgroundWork {
 
   /** `what` names the work and what covers its failure, which is logged with `context`. */
   start(what: string, work: Promise<unknown>, context: Record<string, unknown> = {}): void {
-    const tracked: Promise<void> = withTimeout(work, this.timeoutMs, what)
-      .then(
+    this.track(
+      withTimeout(work, this.timeoutMs, what).then(
         () => undefined,
         (error: unknown) => this.logger.warn({ err: error, ...context }, `${what} failed`),
-      )
-      .finally(() => this.running.delete(tracked));
-    this.running.add(tracked);
+      ),
+    );
   }
 
   /**
-   * Resolves when everything started so far has ended or been given up on, including what a
-   * Batcher starts at the end of this turn for the calls made in it.
+   * Work whose calls of one event-loop turn go out together, as one piece of work started at the
+   * end of the turn: a batch of writes answered in one turn sends one Redis command, with one
+   * timeout, instead of one each. `context` says what a failure lost.
    */
+  eachTurn<Item>(
+    what: string,
+    send: (items: Item[]) => Promise<unknown>,
+    context: (items: Item[]) => Record<string, unknown> = () => ({}),
+  ): (item: Item) => void {
+    let waiting: Item[] = [];
+    return (item) => {
+      waiting.push(item);
+      if (waiting.length > 1) return;
+      this.track(
+        new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+          const items = waiting;
+          waiting = [];
+          this.start(what, send(items), context(items));
+        }),
+      );
+    };
+  }
+
+  /** Resolves once nothing is running: what was started, and what it started in turn, has ended or been given up on. */
   async finish(): Promise<void> {
-    await new Promise(setImmediate);
-    await Promise.all(this.running);
+    while (this.running.size > 0) await Promise.all(this.running);
+  }
+
+  private track(work: Promise<void>): void {
+    const tracked: Promise<void> = work.finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
   }
 }

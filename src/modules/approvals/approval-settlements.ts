@@ -2,7 +2,6 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Caller } from '../../lib/caller.js';
-import { Batcher } from '../../lib/batcher.js';
 import { Deadlines } from '../../lib/deadlines.js';
 import { subscribeWithin } from '../../lib/redis.js';
 
@@ -26,16 +25,23 @@ export class ApprovalSettlements {
   private readonly deadlines = new Map<number, Deadlines>();
   private readonly channel: string;
   private closed = false;
+  /** Announces a committed settlement, as background work: nobody waits for it. */
+  readonly publish: (approvalId: string) => void;
 
   /** Without a subscriber (worker processes, which hold no long-polls) it only publishes. */
   constructor(
-    private readonly publisher: Redis,
+    publisher: Redis,
     private readonly subscriber: Redis | null,
     prefix: string,
     private readonly logger: Logger,
-    private readonly background: BackgroundWork,
+    background: BackgroundWork,
   ) {
     this.channel = `${prefix}:approvals:settled`;
+    this.publish = background.eachTurn(
+      'waking long-polls (they read again when their wait runs out)',
+      (approvalIds: string[]) => publisher.publish(this.channel, approvalIds.join(ID_SEPARATOR)),
+      (approvalIds) => ({ approvalIds }),
+    );
     this.subscriber?.on('message', (channel: string, approvalIds: string) => {
       if (channel === this.channel) for (const approvalId of approvalIds.split(ID_SEPARATOR)) this.wake(approvalId);
     });
@@ -49,19 +55,6 @@ export class ApprovalSettlements {
     if (this.subscriber && !(await subscribeWithin(this.subscriber, this.channel, timeoutMs, this.logger))) {
       this.logger.warn('approval settlements not subscribed yet; long-polls answer when their wait ends');
     }
-  }
-
-  private readonly announcements = new Batcher<string>(async (approvalIds) => {
-    this.background.start(
-      'waking long-polls (they read again when their wait runs out)',
-      this.publisher.publish(this.channel, approvalIds.join(ID_SEPARATOR)),
-      { approvalIds },
-    );
-  });
-
-  /** Announces a committed settlement, as background work: nobody waits for it. */
-  publish(approvalId: string): void {
-    void this.announcements.add(approvalId);
   }
 
   /**

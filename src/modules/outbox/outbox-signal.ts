@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
 import type { BackgroundWork } from '../../lib/background-work.js';
-import { Batcher } from '../../lib/batcher.js';
 
 /**
  * Wakes the outbox relay as soon as a transaction that wrote outbox rows commits, so webhooks
@@ -10,22 +9,12 @@ import { Batcher } from '../../lib/batcher.js';
  */
 export class OutboxSignal {
   private readonly channel: string;
+  /** Commits of the same event-loop turn share one PUBLISH. */
+  readonly notify: () => void;
 
-  constructor(
-    private readonly publisher: Redis,
-    prefix: string,
-    private readonly background: BackgroundWork,
-  ) {
+  constructor(publisher: Redis, prefix: string, background: BackgroundWork) {
     this.channel = `${prefix}:outbox:committed`;
-  }
-
-  /** Commits of the same event-loop turn share one PUBLISH, and one piece of background work. */
-  private readonly signals = new Batcher<void>(async () => {
-    this.background.start('waking the outbox relay (it will poll)', this.publisher.publish(this.channel, '1'));
-  });
-
-  notify(): void {
-    void this.signals.add();
+    this.notify = background.eachTurn<void>('waking the outbox relay (it will poll)', () => publisher.publish(this.channel, '1'));
   }
 
   async listen(subscriber: Redis, onSignal: () => void): Promise<void> {
