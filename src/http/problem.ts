@@ -28,6 +28,11 @@ export const notFoundHandler: RequestHandler = (req) => {
 
 /** The one place errors become responses; anything unexpected is logged and answered without internals. */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  if (res.headersSent) {
+    // Too late for a problem document: the client sees the response cut short.
+    req.log.error({ err: error }, 'unhandled error');
+    return res.destroy();
+  }
   if (error instanceof ValidationError) {
     return sendProblem(res, error.status, error.code, error.title, error.message, error.errors);
   }
@@ -50,6 +55,5 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
     ]);
   }
   req.log.error({ err: error }, 'unhandled error');
-  if (res.headersSent) return res.destroy();
   sendProblem(res, 500, 'internal', 'Internal server error', 'The server failed to handle the request; it has been logged.');
 };
