@@ -250,8 +250,10 @@ describe('POST /slack/interactions', () => {
         .post('/slack/interactions')
         .set({ ...headers, 'x-slack-signature': headers['x-slack-signature'].replace(/.$/, (c) => (c === '0' ? '1' : '0')) })
         .send(body),
-      interact(press, { timestamp: Math.floor(Date.now() / 1000) - 301 }),
-      interact(press, { timestamp: Math.floor(Date.now() / 1000) + 301 }),
+      // Five seconds past the 300 s either way: a timestamp rounded down to the second and the time
+      // the request takes to arrive must not carry it back inside (+301 did, on a slow machine).
+      interact(press, { timestamp: Math.floor(Date.now() / 1000) - 305 }),
+      interact(press, { timestamp: Math.floor(Date.now() / 1000) + 305 }),
       interact(press, { secret: 'not-the-signing-secret' }),
       env.http.post('/slack/interactions').set('content-type', 'application/x-www-form-urlencoded').send(body),
     ];
