@@ -76,8 +76,8 @@ describe(`a chain of ${EVENTS} events`, () => {
     // Buffers are where an export's bytes pass, outside V8's heap and collected late: when pg copied
     // each 1 MiB piece into a bind message of its own they grew by +69 MB here (RSS +45 to +72 MB);
     // streamed by COPY FROM STDIN, measured +23 to +32 MB (RSS +2 to +28 MB; files alone +17 MB),
-    // and later +33 to +54 MB over thirteen runs of one day (RSS +12 to +52 MB): when the collector frees
-    // them varies. The bound is half the file, and under what one bind message per piece took.
+    // and later +33 to +54 MB over thirteen runs of one day (RSS +12 to +52 MB): when the collector
+    // frees them varies. The bound is half the file, and under what one bind message per piece took.
     const bound = 60 * MB;
     expect(peakArrayBuffers - start.arrayBuffers).toBeLessThan(bound);
     expect(peakRss - startRss).toBeLessThan(bound);

@@ -1,7 +1,14 @@
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { connect, type AddressInfo } from 'node:net';
 import { text } from 'node:stream/consumers';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { errorHandler } from '../src/http/problem.js';
+import { logRequests } from '../src/http/request-log.js';
+import { NotFoundError } from '../src/lib/errors.js';
+import { createLogger } from '../src/lib/logger.js';
+import { recordLogLines } from './support/log-lines.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -150,6 +157,33 @@ describe('errors and logging', () => {
       expect(damaged.logs).toContainEqual(expect.objectContaining({ level: 50, req: request, res: { statusCode: 500 } }));
     } finally {
       await damaged.close();
+    }
+  });
+});
+
+describe('errors once a response has started', () => {
+  it('cut the response short and are logged, whatever the error', async () => {
+    const { lines, sink } = recordLogLines();
+    const logger = createLogger({ LOG_LEVEL: 'info', NODE_ENV: 'test' }, 'test', sink);
+    const app = express();
+    app.use(logRequests(app, logger));
+    app.get('/started', (_req, res) => {
+      res.write('partial');
+      throw new NotFoundError('gone midway');
+    });
+    app.use(errorHandler);
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      // Whether the client saw the headers before the connection closed depends on timing; never the whole body.
+      const received = fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/started`).then((response) => response.text());
+      await expect(received).rejects.toThrow();
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 50, msg: 'unhandled error', err: expect.objectContaining({ message: 'gone midway' }) }),
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

@@ -1,10 +1,7 @@
-import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Request } from 'express';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createHttpServer } from '../src/http/app.js';
 import { createServices } from '../src/services.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { eventually } from './support/eventually.js';
@@ -100,15 +97,11 @@ describe('GET /v1/approvals/:id?wait=N', () => {
 
   it('keeps no continuation of the router on a waiting request', async () => {
     const approval = await createPending();
-    const server = createHttpServer(env.app).listen(0, '127.0.0.1');
-    await once(server, 'listening');
     const requests: Request[] = [];
-    server.on('request', (req: Request) => requests.push(req));
+    const watch = (req: Request) => requests.push(req);
+    env.server.on('request', watch);
     try {
-      const { port } = server.address() as AddressInfo;
-      const request = http.get(`http://127.0.0.1:${port}/v1/approvals/${approval.id}?wait=30`, {
-        headers: { authorization: `Bearer ${org.key}` },
-      });
+      const request = http.get(`${env.baseUrl}/v1/approvals/${approval.id}?wait=30`, { headers: { authorization: `Bearer ${org.key}` } });
       request.on('error', () => {});
       await eventually(() => env.services.settlements.waiting === 1);
       // The router's next step, and with it every closure the router made for the request, would be
@@ -118,8 +111,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
       request.destroy();
       await eventually(() => env.services.settlements.waiting === 0);
     } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      env.server.off('request', watch);
     }
   });
 

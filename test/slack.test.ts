@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isFreshSlackTimestamp } from '../src/modules/slack/slack-signature.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
 import { confirmLink, nonceOf, pathOf } from './support/decision-links.js';
@@ -252,6 +253,7 @@ describe('POST /slack/interactions', () => {
         .send(body),
       // Five seconds past the 300 s either way: a timestamp rounded down to the second and the time
       // the request takes to arrive must not carry it back inside (+301 did, on a slow machine).
+      // The boundary itself is the next test's, against a clock it sets.
       interact(press, { timestamp: Math.floor(Date.now() / 1000) - 305 }),
       interact(press, { timestamp: Math.floor(Date.now() / 1000) + 305 }),
       interact(press, { secret: 'not-the-signing-secret' }),
@@ -265,6 +267,15 @@ describe('POST /slack/interactions', () => {
     // Within the window and signed, the same press is taken.
     await interact(buttonPress('approve', approval.id, 'U0BOB'), { timestamp: Math.floor(Date.now() / 1000) - 290 }).expect(200);
     expect((await status(approval.id)).status).toBe('approved');
+  });
+
+  it('takes a timestamp up to 300 s from now either way, and nothing further or not a number', () => {
+    const nowMs = 1_800_000_000_000;
+    const fresh = (offsets: number[]) => offsets.map((offset) => isFreshSlackTimestamp(String(nowMs / 1000 + offset), nowMs));
+    expect(fresh([-300, 0, 300])).toEqual([true, true, true]);
+    expect(fresh([-301, 301])).toEqual([false, false]);
+    const malformed = [undefined, '', 'soon', '1.8e9', '-1800000000', '1800000000.5'];
+    expect(malformed.map((timestamp) => isFreshSlackTimestamp(timestamp, nowMs))).toEqual(malformed.map(() => false));
   });
 
   it('sends an unlinked user a single-use link to the console instead of deciding, never matching by email', async () => {

@@ -37,6 +37,8 @@ export interface TestEnv {
   app: Express;
   /** The app listening on an ephemeral port, as a client reaches it. */
   baseUrl: string;
+  /** The HTTP server behind `baseUrl`, for a test that watches its requests. */
+  server: Server;
   http: ReturnType<typeof supertest>;
   /** Every log line the app wrote, parsed. */
   logs: Record<string, unknown>[];
@@ -79,9 +81,9 @@ export async function createTestEnv(
     await once(server, 'listening');
     started.push({ services, server });
     const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return { services, app, baseUrl, http: supertest(baseUrl) };
+    return { services, app, server, baseUrl, http: supertest(baseUrl) };
   };
-  const { services, app, baseUrl, http } = await start();
+  const { services, app, server, baseUrl, http } = await start();
 
   const createKey = (orgId: string, scopes: readonly Scope[]) => services.orgs.createApiKey({ orgId, scopes: [...scopes] });
 
@@ -89,6 +91,7 @@ export async function createTestEnv(
     config,
     services,
     app,
+    server,
     baseUrl,
     http,
     logs,
