@@ -57,11 +57,16 @@ const environmentSchema = z.object({
   WORKER_QUEUES: z.string().optional(),
   /** Expiry jobs one worker process runs at once. */
   EXPIRY_CONCURRENCY: positiveInt.default(20),
+  /**
+   * The longest a worker's deadline watcher waits before it looks at the pending deadlines again;
+   * below the shortest timeout (1 s), so that every deadline is seen before it falls due.
+   */
+  EXPIRY_WATCH_INTERVAL_MS: positiveInt.max(500).default(250),
   /** Jobs of each event consumer (src/consumers/) one worker process runs at once. */
   CONSUMER_CONCURRENCY: positiveInt.default(5),
   /** Bulk audit exports one worker process writes at once; each holds a database connection. */
   AUDIT_EXPORT_CONCURRENCY: positiveInt.default(2),
-  /** How often the safety nets look for approvals whose expiry job was lost, and deliveries whose retry job was. */
+  /** How often the safety nets look for approvals whose expiry was missed, and deliveries whose retry job was lost. */
   EXPIRY_SWEEP_INTERVAL_MS: positiveInt.default(5_000),
   DELIVERY_SWEEP_INTERVAL_MS: positiveInt.default(30_000),
   /** Outbox polling when no commit signal arrives (Redis pub/sub lost, or another relay busy). */

@@ -116,7 +116,7 @@ export async function createServices(
   const approvals = new ApprovalService(
     data,
     policies,
-    { background, settlements, outboxSignal, jobs, metrics },
+    { settlements, outboxSignal, metrics },
     {
       freeTierMonthlyApprovals: config.FREE_TIER_MONTHLY_APPROVALS,
       orphanTimeoutSeconds: config.ORPHAN_TIMEOUT_SECONDS,

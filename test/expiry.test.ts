@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
+import { DeadlineWatcher } from '../src/modules/approvals/deadline-watcher.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -67,18 +68,44 @@ describe('expiry', () => {
     expect(res.body.code).toBe('conflict');
   });
 
-  it('expires approvals whose job Redis lost, through the sweeper', async () => {
-    const approval = await create('short');
-    const job = await env.services.jobs
-      .queue(approvalExpiryJob)
-      .getJob(approvalExpiryJob.jobId!({ orgId: org.orgId, approvalId: approval.id }));
-    expect(job).toBeDefined();
-    await job!.remove();
-    const settled = await waitForSettlement(approval.id);
-    expect(settled.status).toBe('expired');
-    const chain = await readChain(env.services.db, org.orgId);
-    const expired = chain.find((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id)!;
-    expect(JSON.parse(expired.actor)).toEqual({ type: 'system', id: 'expiry-sweeper' });
+  it('enqueues nothing at creation, and expires approvals whose job Redis lost through the sweeper', async () => {
+    const expiries = env.services.jobs.queue(approvalExpiryJob);
+    await expiries.pause();
+    try {
+      const approval = await create('short');
+      const jobId = approvalExpiryJob.jobId!({ orgId: org.orgId, approvalId: approval.id });
+      expect(await expiries.getJob(jobId)).toBeUndefined();
+      // The deadline watcher hands it over once the deadline passes; the job is then lost.
+      const job = await eventually(() => expiries.getJob(jobId));
+      await job.remove();
+      await expiries.resume();
+      const settled = await waitForSettlement(approval.id);
+      expect(settled.status).toBe('expired');
+      const chain = await readChain(env.services.db, org.orgId);
+      const expired = chain.find((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id)!;
+      expect(JSON.parse(expired.actor)).toEqual({ type: 'system', id: 'expiry-sweeper' });
+    } finally {
+      await expiries.resume();
+    }
+  });
+
+  it('settles each approval once when several workers watch the deadlines', async () => {
+    const second = await startWorkerRuntime(env.services, ['approval-expiry']);
+    try {
+      const approvals = await Promise.all(Array.from({ length: 30 }, () => create('short')));
+      const settled = await Promise.all(approvals.map((approval) => waitForSettlement(approval.id)));
+      expect(settled.map((approval) => approval.status)).toEqual(approvals.map(() => 'expired'));
+      const chain = await readChain(env.services.db, org.orgId);
+      expect(chainProblem(chain)).toBeNull();
+      for (const approval of approvals) {
+        const expired = chain.filter((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id);
+        expect(expired).toHaveLength(1);
+        // Handed over by a watcher, not left to the sweeper.
+        expect(JSON.parse(expired[0]!.actor)).toEqual({ type: 'system', id: 'expiry-worker' });
+      }
+    } finally {
+      await second.stop();
+    }
   });
 
   it('gives a decision racing the expiry exactly one winner', async () => {
@@ -171,6 +198,55 @@ describe('escalation', () => {
     expect(settled).not.toHaveProperty('escalatedTo');
     const webhook = await webhookFor(settled.id, 'approval.escalated');
     expect(webhook.data).not.toHaveProperty('escalatedTo');
+  });
+});
+
+describe('deadline watcher', () => {
+  it('hands due approvals over page by page in deadline order, and waits for the next deadline by the database clock', async () => {
+    // An environment of its own with no worker: nothing but this watcher hands anything over.
+    const quiet = await createTestEnv();
+    try {
+      const owner = await quiet.createOrg();
+      await owner.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
+      await owner.request('put', '/v1/policies/later').send({ timeoutSeconds: 5 }).expect(200);
+      const createUnder = async (policyKey: string) =>
+        (await owner.request('post', '/v1/approvals').send({ action: 'deploy', payload: {}, policyKey }).expect(201)).body as View;
+      const due: View[] = [];
+      for (let i = 0; i < 12; i++) due.push(await createUnder('short'));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(due.at(-1)!.expiresAt!) - Date.now() + 50)));
+      const later = await createUnder('later');
+
+      const expiries = quiet.services.jobs.queue(approvalExpiryJob);
+      const handedOver = async () => (await expiries.getJobs(['waiting'])).map((job) => job.data.approvalId as string).sort();
+      const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
+        maxWaitMs: 10_000,
+        pageSize: 5,
+      });
+      // Deadlines are in milliseconds, so two can tie: the id breaks the tie, as in the watcher's walk.
+      const byDeadline = due
+        .map((approval) => [approval.expiresAt!, approval.id] as const)
+        .sort(([at, id], [otherAt, otherId]) => at.localeCompare(otherAt) || id.localeCompare(otherId))
+        .map(([, id]) => id);
+      expect(await watcher.handOverDue()).toBe(0); // a full page: look again at once
+      expect(await handedOver()).toEqual(byDeadline.slice(0, 5).sort());
+      expect(await watcher.handOverDue()).toBe(0);
+      const waitMs = await watcher.handOverDue();
+      expect(await handedOver()).toEqual([...byDeadline].sort());
+      // The rest of the wait is until the later approval's deadline, about 5 s after its creation.
+      const untilLater = Date.parse(later.expiresAt!) - Date.now();
+      expect(waitMs).toBeGreaterThan(untilLater - 500);
+      expect(waitMs).toBeLessThanOrEqual(untilLater + 500);
+
+      // What was handed over is not read again; the wait is capped at maxWaitMs.
+      const capped = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, { maxWaitMs: 200, pageSize: 5 });
+      await expiries.obliterate({ force: true });
+      expect(await watcher.handOverDue()).toBeGreaterThan(0);
+      expect(await handedOver()).toEqual([]);
+      expect(await capped.handOverDue()).toBe(0);
+      expect(await handedOver()).toEqual(byDeadline.slice(0, 5).sort());
+    } finally {
+      await quiet.close();
+    }
   });
 });
 

@@ -89,4 +89,18 @@ describe('query plans, while the statistics say there are no approvals', () => {
     expect(plans).toHaveLength(1);
     expect(plans[0], plans[0]).toMatch(/Index Scan using approvals_pending_expires_at_idx on approvals/);
   });
+
+  it('the deadline watcher walks the same index, for the due approvals and for the next deadline', async () => {
+    const sql = poolSql(session.client);
+    session.plans.length = 0;
+    const { due, nextInMs } = await ApprovalStore.dueDeadlines(sql, null, 10);
+    expect(due).toEqual([]);
+    expect(nextInMs).toBeGreaterThan(500_000);
+    const plans = approvalPlans(session.plans);
+    expect(plans).toHaveLength(1);
+    expect(plans[0]!.match(/Index (Only )?Scan( Backward)? using approvals_pending_expires_at_idx on approvals/g), plans[0]).toHaveLength(
+      2,
+    );
+    expect(plans[0], plans[0]).not.toMatch(/Seq Scan/);
+  });
 });

@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { withTimeout } from '../src/lib/time.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
@@ -178,7 +177,7 @@ describe('at-least-once delivery', () => {
 });
 
 describe('a Redis that stops answering', () => {
-  it('holds no creation, decision or member change: each is answered once committed, and its hints go out when Redis answers again', async () => {
+  it('holds no creation, decision or member change: each is answered once committed, its hints are given up after a bound, and decisions go on when Redis answers again', async () => {
     const port = await freePort();
     const redis = await startRedis(port);
     cleanups.push(() => stop(redis));
@@ -194,15 +193,39 @@ describe('a Redis that stops answering', () => {
 
     // Each hint is given up on after a bound, so a hung Redis holds a bounded number of them.
     await eventually(async () =>
-      ['scheduling the expiry', 'waking the outbox relay', 'waking long-polls'].every((hint) =>
+      ['waking the outbox relay', 'waking long-polls'].every((hint) =>
         env.logs.some((line) => String(line.msg).startsWith(hint) && String(line.msg).endsWith(' failed')),
       ),
     );
     redis.kill('SIGCONT');
-    const expiries = env.services.jobs.queue(approvalExpiryJob);
-    await eventually(
-      async () => (await expiries.getJob(approvalExpiryJob.jobId!({ orgId: org.orgId, approvalId: created }))) !== undefined,
+    await org.asReviewer('post', `/v1/approvals/${created}/decision`).send({ verdict: 'approved' }).expect(200);
+  });
+});
+
+describe('deadlines that pass while Redis is down', () => {
+  it('are handed to the expiry queue once Redis is back, without the sweeper', async () => {
+    const port = await freePort();
+    let redis = await startRedis(port);
+    cleanups.push(() => stop(redis));
+    const { env, org } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const worker = await startWorkerRuntime(env.services, ['approval-expiry']);
+    cleanups.push(() => worker.stop());
+    await org.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
+    const ids = await Promise.all(
+      Array.from(
+        { length: 5 },
+        async () =>
+          (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'short' }).expect(201)).body.id as string,
+      ),
     );
+
+    await stop(redis);
+    // Down past the deadlines and past the bound of a handover, which the watcher gives up on.
+    await eventually(() => env.logs.some((line) => line.msg === 'deadline watcher failed; looking again shortly'), 15_000);
+    redis = await startRedis(port);
+    const statuses = async () =>
+      (await env.services.db.approval.findMany({ where: { id: { in: ids } }, select: { status: true } })).map((row) => row.status);
+    await eventually(async () => (await statuses()).every((status) => status === 'expired'), 20_000);
   });
 });
 

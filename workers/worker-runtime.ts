@@ -1,13 +1,21 @@
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { JobDefinition } from '../src/jobs/job.js';
+import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { JOBS } from '../src/jobs/registry.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
 import { serveMetrics } from '../src/http/metrics-endpoint.js';
+import { DeadlineWatcher } from '../src/modules/approvals/deadline-watcher.js';
 import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
 import type { Services } from '../src/services.js';
 
-/** What a worker process can do: relay the outbox, and run any queue of the job registry. */
+/** Due approvals one look of a deadline watcher hands to the expiry queue. */
+const DEADLINE_PAGE_SIZE = 500;
+
+/**
+ * What a worker process can do: relay the outbox, and run any queue of the job registry (with
+ * `approval-expiry`, also watch the deadlines that feed it).
+ */
 export const WORKER_ROLES: readonly string[] = ['outbox-relay', ...JOBS.map((job) => job.queue)];
 
 /** The roles of WORKER_QUEUES (comma-separated), all when unset; an unknown one is refused by name. */
@@ -27,12 +35,24 @@ export interface WorkerRuntime {
   stop(): Promise<void>;
 }
 
-/** Starts the processors of the given roles and, with `outbox-relay`, the relay loop, inside this process. */
+/**
+ * Starts the processors of the given roles inside this process and, with `outbox-relay` and
+ * `approval-expiry`, the relay's and the deadline watcher's loops.
+ */
 export async function startWorkerRuntime(services: Services, roles: readonly string[]): Promise<WorkerRuntime> {
   const { config, logger } = services;
   const connections: Redis[] = [];
   const workers: Worker[] = [];
   const stoppers: (() => Promise<void>)[] = [];
+
+  const runUntilStopped = (loop: (stop: AbortSignal) => Promise<void>) => {
+    const stop = new AbortController();
+    const running = loop(stop.signal);
+    stoppers.push(async () => {
+      stop.abort();
+      await running;
+    });
+  };
 
   const startWorker = (definition: JobDefinition<any>) => {
     const queue = definition.queue;
@@ -91,12 +111,15 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       .catch((error: unknown) => {
         logger.warn({ err: error }, 'outbox relay not subscribed; polling only');
       });
-    const stop = new AbortController();
-    const running = relay.run(stop.signal);
-    stoppers.push(async () => {
-      stop.abort();
-      await running;
+    runUntilStopped((stop) => relay.run(stop));
+  }
+
+  if (roles.includes(approvalExpiryJob.queue)) {
+    const watcher = new DeadlineWatcher(services.sql, services.jobs, logger, {
+      maxWaitMs: config.EXPIRY_WATCH_INTERVAL_MS,
+      pageSize: DEADLINE_PAGE_SIZE,
     });
+    runUntilStopped((stop) => watcher.run(stop));
   }
 
   const { METRICS_TOKEN, METRICS_PORT } = config;

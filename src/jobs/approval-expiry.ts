@@ -6,9 +6,10 @@ import { defineJob } from './job.js';
 const actor: Actor = { type: 'system', id: 'expiry-worker' };
 
 /**
- * Settles a pending approval at its deadline: expired, or escalated with its successor. A delayed
- * job per approval (`expire-<id>`, so scheduling twice makes one), backed by the sweep of the
- * maintenance queue for jobs Redis lost.
+ * Settles a pending approval whose deadline has passed: expired, or escalated with its successor.
+ * The deadline watchers (src/modules/approvals/deadline-watcher.ts) enqueue it when the deadline
+ * passes, as `expire-<id>`, so that handing it over twice makes one job; the sweep of the
+ * maintenance queue covers jobs Redis lost.
  */
 export const approvalExpiryJob = defineJob<{ orgId: string; approvalId: string }>({
   queue: 'approval-expiry',

@@ -5,7 +5,7 @@ import { defineJob } from './job.js';
 
 const sweeper: Actor = { type: 'system', id: 'expiry-sweeper' };
 
-/** How late an approval must be before the sweeper takes it from its expiry job. */
+/** How late an approval must be before the sweeper settles it itself: its handover to the expiry queue went missing. */
 const EXPIRY_GRACE_MS = 1_000;
 const SWEEP_BATCH = 500;
 

@@ -5,9 +5,6 @@ import type { DecisionChannel } from '../policies/policy-schemas.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
 import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, DecisionInput } from './approval-schemas.js';
-import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
-import type { JobQueues } from '../../jobs/job-queues.js';
-import type { BackgroundWork } from '../../lib/background-work.js';
 import type { GroupCommitOptions } from '../../lib/group-commit.js';
 import type { Metrics } from '../../lib/metrics.js';
 import { ApprovalWrites } from './approval-writes.js';
@@ -51,14 +48,12 @@ export interface ApprovalLimits {
 }
 
 /**
- * What runs after a commit: wake-ups and schedules in Redis, none of which is needed for
- * correctness. The API's answers do not wait for them (`background`).
+ * What runs after a commit: wake-ups in Redis, none of which is needed for correctness, and
+ * metrics. The API's answers do not wait for the wake-ups (they run as background work).
  */
 export interface AfterCommit {
-  background: BackgroundWork;
   settlements: ApprovalSettlements;
   outboxSignal: OutboxSignal;
-  jobs: JobQueues;
   metrics: Metrics;
 }
 
@@ -186,25 +181,17 @@ export class ApprovalService {
       const existing = await store.findByIdempotencyKey(input.idempotencyKey!);
       return { created: false, approval: toApprovalView(existing!) };
     }
-    this.announceCreation(tenant.orgId, creation);
+    this.announceCreation(creation);
     return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
   }
 
   /**
-   * Schedules the expiry of a pending approval and wakes the outbox relay, in the background.
-   * Failures only delay: the expiry sweeper and the relay's polling cover anything Redis missed.
+   * Wakes the outbox relay. The expiry needs nothing here: the deadline watchers of the workers
+   * find the approval's deadline in the database.
    */
-  private announceCreation(orgId: string, { approval, events }: Creation): void {
-    const { background, jobs, outboxSignal, metrics } = this.afterCommit;
+  private announceCreation({ approval, events }: Creation): void {
+    const { outboxSignal, metrics } = this.afterCommit;
     metrics.approvalsCreated.inc({ outcome: events.some((event) => event.type === 'approval.orphaned') ? 'orphaned' : approval.status });
-    if (approval.expiresAt) {
-      const delayMs = approval.expiresAt.getTime() - Date.now();
-      background.start(
-        'scheduling the expiry (the sweeper will settle the approval)',
-        jobs.add(approvalExpiryJob, { orgId, approvalId: approval.id }, delayMs),
-        { approvalId: approval.id },
-      );
-    }
     outboxSignal.notify();
   }
 
@@ -252,7 +239,7 @@ export class ApprovalService {
   /**
    * Applies the timeout of a pending approval whose deadline has passed: `expired`, or
    * `escalated` with a successor under `escalateTo` created in the same transaction. Safe to
-   * call repeatedly and concurrently (expiry job, sweeper, a racing decision): one call wins.
+   * call repeatedly and concurrently (expiry jobs, sweeper, a racing decision): one call wins.
    */
   async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
     const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
@@ -277,7 +264,7 @@ export class ApprovalService {
     this.afterCommit.metrics.expiryLateness.observe((now.getTime() - approval.expiresAt.getTime()) / 1000);
     this.afterCommit.settlements.publish(id);
     // The successor's announcement wakes the relay for both commits' events.
-    if (successor) this.announceCreation(orgId, successor);
+    if (successor) this.announceCreation(successor);
     else this.afterCommit.outboxSignal.notify();
     return { kind: 'settled', status: settlement.status, successorId: successor?.approval.id ?? null };
   }
@@ -296,7 +283,7 @@ export class ApprovalService {
     return createApproval(input, await this.govern(orgId, input, true), { actor, requester }, now, approval.id);
   }
 
-  /** The sweeper: times out approvals overdue by `graceMs` or more, whose expiry job went missing. */
+  /** The sweeper: times out approvals overdue by `graceMs` or more, which their expiry missed. */
   async timeOutOverdue(graceMs: number, limit: number, actor: Actor): Promise<number> {
     const overdue = await ApprovalStore.findOverdue(this.data.sql, graceMs, limit);
     let settled = 0;

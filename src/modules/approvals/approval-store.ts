@@ -173,17 +173,58 @@ export class ApprovalStore {
   }
 
   /**
-   * Pending approvals whose deadline passed `graceMs` ago or more: the ones their expiry job
-   * missed. The status is written in the statement, not bound, so that even a generic plan can
-   * tell the partial index of pending deadlines (approvals_pending_expires_at_idx) serves it.
+   * Pending approvals whose deadline passed `graceMs` ago or more by the database's clock: the
+   * ones their expiry job missed. The status is written in the statement, not bound, so that even
+   * a generic plan can tell the partial index of pending deadlines (approvals_pending_expires_at_idx)
+   * serves it.
    */
   static findOverdue(sql: Sql, graceMs: number, limit: number): Promise<{ orgId: string; id: string }[]> {
     return sql.query(
       'overdue-approvals',
-      `SELECT org_id AS "orgId", id FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
-      [new Date(Date.now() - graceMs), limit],
+      `SELECT org_id AS "orgId", id FROM approvals
+       WHERE status = 'pending' AND expires_at <= clock_timestamp() - $1 * interval '1 millisecond'
+       ORDER BY expires_at LIMIT $2`,
+      [graceMs, limit],
     );
   }
+
+  /**
+   * The next `limit` pending approvals due by the database's clock, in deadline order after `after`
+   * (where the previous page ended), and how far off the first deadline still ahead is. Both walk
+   * the partial index of pending deadlines; measuring both against one statement's clock keeps the
+   * application's clock out of it.
+   */
+  static async dueDeadlines(sql: Sql, after: DeadlineCursor | null, limit: number): Promise<DueDeadlines> {
+    const rows = await sql.query<{ orgId: string | null; id: string | null; expiresAt: Date | null; inMs: number | null }>(
+      'due-deadlines',
+      `(SELECT org_id AS "orgId", id, expires_at AS "expiresAt", NULL::float8 AS "inMs" FROM approvals
+        WHERE status = 'pending' AND expires_at <= statement_timestamp()
+          AND expires_at >= $1 AND (expires_at, id) > ($1, $2)
+        ORDER BY expires_at, id LIMIT $3)
+       UNION ALL
+       SELECT NULL, NULL, NULL, (EXTRACT(EPOCH FROM min(expires_at) - statement_timestamp()) * 1000)::float8
+       FROM approvals WHERE status = 'pending' AND expires_at > statement_timestamp()`,
+      [after?.expiresAt ?? '-infinity', after?.id ?? NIL_UUID, limit],
+    );
+    const due = rows
+      .filter((row) => row.id !== null)
+      .map(({ orgId, id, expiresAt }) => ({ orgId: orgId!, id: id!, expiresAt: expiresAt! }));
+    return { due, nextInMs: rows.find((row) => row.id === null)?.inMs ?? null };
+  }
+}
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** Where a walk through the deadlines in order stands: the last approval it passed. */
+export interface DeadlineCursor {
+  expiresAt: Date;
+  id: string;
+}
+
+export interface DueDeadlines {
+  due: (DeadlineCursor & { orgId: string })[];
+  /** Until the first deadline still ahead, by the database's clock; null when no approval is pending with one. */
+  nextInMs: number | null;
 }
 
 export type Deadline = 'before' | 'reached';
