@@ -174,9 +174,9 @@ export class ApprovalStore {
 
   /**
    * Pending approvals whose deadline passed `graceMs` ago or more by the database's clock: the
-   * ones their expiry job missed. The status is written in the statement, not bound, so that even
-   * a generic plan can tell the partial index of pending deadlines (approvals_pending_expires_at_idx)
-   * serves it.
+   * ones the deadline watchers and their expiry jobs missed. The status is written in the
+   * statement, not bound, so that even a generic plan can tell the partial index of pending
+   * deadlines (approvals_pending_expires_at_idx) serves it.
    */
   static findOverdue(sql: Sql, graceMs: number, limit: number): Promise<{ orgId: string; id: string }[]> {
     return sql.query(
