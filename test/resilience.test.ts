@@ -203,7 +203,7 @@ describe('a Redis that stops answering', () => {
 });
 
 describe('deadlines that pass while Redis is down', () => {
-  it('are handed to the expiry queue once Redis is back, without the sweeper', async () => {
+  it('are handed to the expiry queue once Redis is back, without the sweeper, and the outage is one error in the log', async () => {
     const port = await freePort();
     let redis = await startRedis(port);
     cleanups.push(() => stop(redis));
@@ -222,10 +222,19 @@ describe('deadlines that pass while Redis is down', () => {
     await stop(redis);
     // Down past the deadlines and past the bound of a handover, which the watcher gives up on.
     await eventually(() => env.logs.some((line) => line.msg === 'deadline watcher failed; looking again shortly'), 15_000);
+    // And down for a few more looks, each of which fails too.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
     redis = await startRedis(port);
     const statuses = async () =>
       (await env.services.db.approval.findMany({ where: { id: { in: ids } }, select: { status: true } })).map((row) => row.status);
     await eventually(async () => (await statuses()).every((status) => status === 'expired'), 20_000);
+    // One error for the outage however long it lasted, and a line when it ended.
+    const watcherLines = () =>
+      env.logs
+        .map((line) => String(line.msg))
+        .filter((msg) => msg.startsWith('deadline watcher') && msg !== 'deadline watcher still failing');
+    await eventually(() => watcherLines().includes('deadline watcher recovered'));
+    expect(watcherLines()).toEqual(['deadline watcher failed; looking again shortly', 'deadline watcher recovered']);
   });
 });
 

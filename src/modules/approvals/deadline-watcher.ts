@@ -53,14 +53,23 @@ export class DeadlineWatcher {
     return Math.min(this.options.maxWaitMs, Math.max(0, nextInMs ?? Infinity));
   }
 
-  /** Watches until `stop` aborts. */
+  /**
+   * Watches until `stop` aborts. A failed look is tried again after `maxWaitMs`; the first failure
+   * of a run of them is an error in the log, the rest are debug lines until a look succeeds, so
+   * that a Redis or database outage does not write four errors a second.
+   */
   async run(stop: AbortSignal): Promise<void> {
+    let failing = false;
     while (!stop.aborted) {
       let waitMs = this.options.maxWaitMs;
       try {
         waitMs = await this.handOverDue();
+        if (failing) this.logger.info('deadline watcher recovered');
+        failing = false;
       } catch (error) {
-        this.logger.error({ err: error }, 'deadline watcher failed; looking again shortly');
+        if (failing) this.logger.debug({ err: error }, 'deadline watcher still failing');
+        else this.logger.error({ err: error }, 'deadline watcher failed; looking again shortly');
+        failing = true;
       }
       // The sleep rejects only when `stop` aborts, which ends the loop.
       if (waitMs > 0) await sleep(waitMs, undefined, { signal: stop }).catch(() => undefined);
