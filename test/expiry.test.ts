@@ -244,6 +244,8 @@ describe('deadline watcher', () => {
       expect(await handedOver()).toEqual([]);
       expect(await capped.handOverDue()).toBe(0);
       expect(await handedOver()).toEqual(byDeadline.slice(0, 5).sort());
+      expect(await capped.handOverDue()).toBe(0);
+      expect(await capped.handOverDue()).toBe(200); // the later deadline is seconds away
     } finally {
       await quiet.close();
     }

@@ -205,6 +205,11 @@ describe('configuration', () => {
     expect([config.SMTP_URL, config.ADMIN_USER, config.PORT]).toEqual([undefined, undefined, 3000]);
   });
 
+  it('refuses a deadline watch interval past 500 ms, which could miss a one-second timeout', () => {
+    expect(loadConfig({ EXPIRY_WATCH_INTERVAL_MS: '500' }).EXPIRY_WATCH_INTERVAL_MS).toBe(500);
+    expect(() => loadConfig({ EXPIRY_WATCH_INTERVAL_MS: '501' })).toThrow(/EXPIRY_WATCH_INTERVAL_MS/);
+  });
+
   it('names every bad variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', DATABASE_URL: 'nowhere', FREE_TIER_MONTHLY_APPROVALS: '-1' })).toThrow(ConfigError);
     try {

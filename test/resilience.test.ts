@@ -52,8 +52,8 @@ async function setUp(overrides: Record<string, string>) {
     .request('post', '/v1/webhooks')
     .send({ url: receiver.url('/hook'), events: ['approval.approved'] })
     .expect(201);
-  const createPending = async () =>
-    (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'review' }).expect(201)).body.id as string;
+  const createPending = async (policyKey = 'review') =>
+    (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey }).expect(201)).body.id as string;
   return { env, receiver, org, createPending };
 }
 
@@ -207,17 +207,11 @@ describe('deadlines that pass while Redis is down', () => {
     const port = await freePort();
     let redis = await startRedis(port);
     cleanups.push(() => stop(redis));
-    const { env, org } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const { env, org, createPending } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
     const worker = await startWorkerRuntime(env.services, ['approval-expiry']);
     cleanups.push(() => worker.stop());
     await org.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
-    const ids = await Promise.all(
-      Array.from(
-        { length: 5 },
-        async () =>
-          (await org.request('post', '/v1/approvals').send({ action: 'x', payload: {}, policyKey: 'short' }).expect(201)).body.id as string,
-      ),
-    );
+    const ids = await Promise.all(Array.from({ length: 5 }, () => createPending('short')));
 
     await stop(redis);
     // Down past the deadlines and past the bound of a handover, which the watcher gives up on.

@@ -10,6 +10,12 @@ import type { JobDefinition } from './job.js';
  */
 export const ENQUEUE_HINT_TIMEOUT_MS = 250;
 
+/**
+ * How long a loop that hands a batch of rows to the queues (outbox relay, deadline watcher) waits
+ * on Redis before it treats Redis as down and leaves the rows for its next look.
+ */
+export const ENQUEUE_BATCH_TIMEOUT_MS = 5_000;
+
 /** Completed jobs are kept a while for Bull Board, failed ones longer for inspection. */
 export const retention = {
   removeOnComplete: { age: 3600, count: 1000 },

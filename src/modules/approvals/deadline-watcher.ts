@@ -1,13 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sql } from '../../data/database.js';
 import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
-import type { JobQueues } from '../../jobs/job-queues.js';
+import { ENQUEUE_BATCH_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
 import { ApprovalStore, type DeadlineCursor } from './approval-store.js';
-
-/** Redis that does not take a page of handovers in this long is treated as down; the page is read again. */
-const ENQUEUE_TIMEOUT_MS = 5_000;
 
 export interface DeadlineWatcherOptions {
   /**
@@ -45,7 +42,7 @@ export class DeadlineWatcher {
   async handOverDue(): Promise<number> {
     const { due, nextInMs } = await ApprovalStore.dueDeadlines(this.sql, this.after, this.options.pageSize);
     const handovers = due.map(({ orgId, id }) => this.jobs.add(approvalExpiryJob, { orgId, approvalId: id }));
-    await withTimeout(Promise.all(handovers), ENQUEUE_TIMEOUT_MS, 'handing due approvals to the expiry queue');
+    await withTimeout(Promise.all(handovers), ENQUEUE_BATCH_TIMEOUT_MS, 'handing due approvals to the expiry queue');
     // Moved on only once Redis holds the jobs: a failed handover is read again at the next look.
     const last = due.at(-1);
     if (last) this.after = { expiresAt: last.expiresAt, id: last.id };

@@ -1,10 +1,8 @@
 import { eventsFor } from '../../consumers/consumer.js';
+import { ENQUEUE_BATCH_TIMEOUT_MS } from '../../jobs/job-queues.js';
 import { withTimeout } from '../../lib/time.js';
 import type { Services } from '../../services.js';
 import type { DomainEvent } from './domain-events.js';
-
-/** Redis that does not take a batch in this long is treated as down; the rows wait for the next poll. */
-const ENQUEUE_TIMEOUT_MS = 5_000;
 
 export interface RelayOptions {
   batchSize: number;
@@ -39,7 +37,7 @@ export class OutboxRelay {
     const ids = messages.map((message) => message.id);
     try {
       const events = await this.store.load(messages.map((message) => message.eventId));
-      await withTimeout(this.handOver(events), ENQUEUE_TIMEOUT_MS, 'enqueueing relayed jobs');
+      await withTimeout(this.handOver(events), ENQUEUE_BATCH_TIMEOUT_MS, 'enqueueing relayed jobs');
     } catch (error) {
       // Leave the rows to the next poll instead of to the end of the lease.
       await this.store.release(ids);
