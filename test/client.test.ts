@@ -13,6 +13,7 @@ import {
 } from '../src/client/index.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
+import { listenOnLoopback } from './support/listen.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
@@ -147,13 +148,10 @@ describe('requestApproval', () => {
       const answer = await fetch(`${env.baseUrl}${req.url}`, { headers: { authorization: req.headers.authorization ?? '' } });
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? '' }).end(await answer.text());
     });
-    cutting.listen(0, '127.0.0.1');
-    await once(cutting, 'listening');
+    const port = await listenOnLoopback(cutting);
     try {
       const retries: RetryEvent[] = [];
-      const read = await agentOf(`http://127.0.0.1:${(cutting.address() as AddressInfo).port}`, (retry) => retries.push(retry)).getApproval(
-        approval.id,
-      );
+      const read = await agentOf(`http://127.0.0.1:${port}`, (retry) => retries.push(retry)).getApproval(approval.id);
       expect(read).toMatchObject({ id: approval.id, status: 'pending' });
       expect(requests).toBe(2);
       expect(retries).toHaveLength(1);

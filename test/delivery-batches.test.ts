@@ -1,11 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
 import { withTimeout } from '../src/lib/time.js';
 import { eventually } from './support/eventually.js';
+import { listenOnLoopback } from './support/listen.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver } from './support/webhook-receiver.js';
 import { spawnWorker } from './support/worker-process.js';
@@ -103,10 +103,9 @@ describe('first attempts many to a job', () => {
         }, 40);
       });
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
+    const port = await listenOnLoopback(server);
     cleanups.push(() => new Promise((resolve) => server.close(resolve)));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slow`;
+    const url = `http://127.0.0.1:${port}/slow`;
     await org
       .request('post', '/v1/webhooks')
       .send({ url, events: ['approval.approved'] })

@@ -3,12 +3,12 @@ import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
+import { freePort, listenOnLoopback } from './support/listen.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 /**
@@ -25,15 +25,6 @@ function codeBlock(markdown: string, language: string, file: string): string {
   const block = blocks.find(([, lang, code]) => lang === language && code!.split('\n')[0]!.includes(file));
   if (!block) throw new Error(`docs/webhooks.md has no ${language} block starting with ${file}`);
   return block[2]!;
-}
-
-async function freePort(): Promise<number> {
-  const server = http.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 interface Recorded {
@@ -60,9 +51,8 @@ async function startRecordingProxy(target: () => string) {
     recorded.push({ headers, rawBody, status: answer.status });
     res.writeHead(answer.status).end();
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/approvals`, recorded, close: () => server.close() };
+  const port = await listenOnLoopback(server);
+  return { url: `http://127.0.0.1:${port}/hooks/approvals`, recorded, close: () => server.close() };
 }
 
 interface RunningReceiver {

@@ -69,22 +69,25 @@ describe('group commit', () => {
     // The first vote fails, so the items run again one by one, each in a subtransaction of its own.
     const items = [await approvingVote({ at: 'not a time' }), await approvingVote(), await approvingVote()];
     const late = items[1]!.id;
-    // The late vote's insert is held past its approval's deadline: the vote passed the deadline
-    // check under the row lock, and its settlement finds the deadline reached (SQLSTATE AG409).
-    // The sequence counts the held inserts; nextval is not undone with a subtransaction.
+    // The late vote's approval reaches its deadline while the vote is inserted: the vote passed the
+    // deadline check under the row lock, and its settlement finds the deadline reached (SQLSTATE
+    // AG409). The trigger moves the deadline to the database's clock at that moment, so no wait
+    // has to outlast a window. The sequence counts the inserts that reached the deadline; nextval
+    // is not undone with a subtransaction.
     await env.services.db.$executeRawUnsafe('CREATE SEQUENCE held_votes');
     await env.services.db.$executeRawUnsafe(`
       CREATE FUNCTION hold_vote() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.approval_id = '${late}' THEN PERFORM nextval('held_votes'), pg_sleep(0.6); END IF;
+        IF NEW.approval_id = '${late}' THEN
+          PERFORM nextval('held_votes');
+          UPDATE approvals SET expires_at = clock_timestamp() WHERE id = NEW.approval_id;
+        END IF;
         RETURN NEW;
       END $$`);
     await env.services.db.$executeRawUnsafe(
       'CREATE TRIGGER hold_vote BEFORE INSERT ON approval_votes FOR EACH ROW EXECUTE FUNCTION hold_vote()',
     );
     try {
-      await env.services.db
-        .$executeRaw`UPDATE approvals SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE id = ${late}::uuid`;
       expect(await writeVotes(items)).toEqual([expect.stringMatching(/^failed: 22007 /), 'not_pending', 'settled']);
       const [held] = await env.services.db.$queryRaw<
         { last_value: bigint; is_called: boolean }[]

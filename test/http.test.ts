@@ -1,5 +1,6 @@
 import { once } from 'node:events';
-import { connect, type AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
 import { text } from 'node:stream/consumers';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { errorHandler } from '../src/http/problem.js';
 import { logRequests } from '../src/http/request-log.js';
 import { NotFoundError } from '../src/lib/errors.js';
 import { createLogger } from '../src/lib/logger.js';
+import { listenOnLoopback } from './support/listen.js';
 import { recordLogLines } from './support/log-lines.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -172,11 +174,11 @@ describe('errors once a response has started', () => {
       throw new NotFoundError('gone midway');
     });
     app.use(errorHandler);
-    const server = app.listen(0, '127.0.0.1');
-    await once(server, 'listening');
+    const server = createServer(app);
+    const port = await listenOnLoopback(server);
     try {
       // Whether the client saw the headers before the connection closed depends on timing; never the whole body.
-      const received = fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/started`).then((response) => response.text());
+      const received = fetch(`http://127.0.0.1:${port}/started`).then((response) => response.text());
       await expect(received).rejects.toThrow();
       expect(lines).toContainEqual(
         expect.objectContaining({ level: 50, msg: 'unhandled error', err: expect.objectContaining({ message: 'gone midway' }) }),

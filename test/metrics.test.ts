@@ -1,10 +1,9 @@
-import { once } from 'node:events';
-import { createServer } from 'node:net';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/http/app.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
+import { freePort } from './support/listen.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
 
@@ -15,14 +14,6 @@ let org: TestOrg;
 let worker: WorkerRuntime;
 let receiver: Receiver;
 let workerPort: number;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   workerPort = await freePort();

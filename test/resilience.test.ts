@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { withTimeout } from '../src/lib/time.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
+import { freePort } from './support/listen.js';
 import { createTestEnv } from './support/test-env.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
 
@@ -14,14 +14,6 @@ afterEach(async () => {
   // the others, which close the connections it may be waiting on, from running.
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
 }, 120_000);
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A Redis server of the test's own, which it can stop and start again (empty, like production here). */
 async function startRedis(port: number): Promise<ChildProcess> {

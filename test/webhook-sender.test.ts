@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { verifyWebhook } from '../src/modules/webhooks/verify-webhook.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter, sendWebhook, type SendWebhookInput } from '../src/modules/webhooks/webhook-sender.js';
 import { signDelivery } from '../src/modules/webhooks/webhook-signing.js';
+import { listenOnLoopback } from './support/listen.js';
 
 /**
  * Names under `.test` answered by the SSRF guard's resolver from this table (one answer per
@@ -77,8 +78,7 @@ async function receiver(
   const server = tls ? https.createServer(tls, onRequest) : http.createServer(onRequest);
   server.on(tls ? 'secureConnection' : 'connection', () => state.connections++);
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.port = (server.address() as AddressInfo).port;
+  state.port = await listenOnLoopback(server);
   state.url = `${tls ? 'https' : 'http'}://127.0.0.1:${state.port}`;
   return state;
 }
@@ -301,8 +301,7 @@ describe('sendWebhook against a real HTTP receiver', () => {
     const accepted: Socket[] = [];
     const silent = net.createServer((socket) => accepted.push(socket.on('error', () => {})));
     servers.push(silent);
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const { port } = silent.address() as AddressInfo;
+    const port = await listenOnLoopback(silent);
     const result = await send(`https://127.0.0.1:${port}/`, { connectTimeoutMs: 200, timeoutMs: 5_000 });
     expect(result).toMatchObject({ ok: false, statusCode: null, error: 'connect timeout after 200 ms' });
     expect(result.durationMs).toBeGreaterThanOrEqual(195);

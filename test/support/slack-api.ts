@@ -1,7 +1,6 @@
-import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { slackSignature } from '../../src/modules/slack/slack-signature.js';
+import { listenOnLoopback } from './listen.js';
 
 export interface SlackCall {
   method: string;
@@ -84,11 +83,10 @@ export async function startSlackApi() {
     const answer = responders.get(method)?.(call, n) ?? { status: 200, body: usual(call) };
     res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(JSON.stringify(answer.body ?? {}));
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  const port = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`,
+    url: `http://127.0.0.1:${port}/api/`,
     calls,
     of: (method: string) => calls.filter((call) => call.method === method),
     respond(method: string, responder: SlackResponder) {

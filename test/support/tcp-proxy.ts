@@ -1,5 +1,5 @@
-import { once } from 'node:events';
 import net from 'node:net';
+import { listenOnLoopback } from './listen.js';
 
 /**
  * A TCP proxy in front of PostgreSQL that a test can break the way an outage does: `refuse`
@@ -24,9 +24,7 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     client.on('data', (chunk) => mode === 'up' && upstream.write(chunk));
     upstream.on('data', (chunk) => mode === 'up' && client.write(chunk));
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     port,
     refuse() {

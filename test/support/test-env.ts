@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { Redis } from 'ioredis';
 import supertest from 'supertest';
@@ -15,6 +13,7 @@ import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { databaseUrl, onServer } from './databases.js';
+import { listenOnLoopback } from './listen.js';
 
 export interface TestOrg {
   orgId: string;
@@ -76,11 +75,10 @@ export async function createTestEnv(
   const start = async () => {
     const services = await createServices(config, logger, 'web');
     const app = createApp(services);
-    const server = createHttpServer(app).listen(0, '127.0.0.1');
+    const server = createHttpServer(app);
     answerClientErrors(server);
-    await once(server, 'listening');
+    const baseUrl = `http://127.0.0.1:${await listenOnLoopback(server)}`;
     started.push({ services, server });
-    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     return { services, app, server, baseUrl, http: supertest(baseUrl) };
   };
   const { services, app, server, baseUrl, http } = await start();

@@ -1,6 +1,5 @@
-import { once } from 'node:events';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './listen.js';
 
 export interface ReceivedDelivery {
   path: string;
@@ -40,9 +39,7 @@ export async function startReceiver() {
     }
     res.writeHead(answer.status, answer.headers).end(answer.body);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
 
   return {
     received,
