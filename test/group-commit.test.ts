@@ -72,31 +72,31 @@ describe('group commit', () => {
     // The late vote's approval reaches its deadline while the vote is inserted: the vote passed the
     // deadline check under the row lock, and its settlement finds the deadline reached (SQLSTATE
     // AG409). The trigger moves the deadline to the database's clock at that moment, so no wait
-    // has to outlast a window. The sequence counts the inserts that reached the deadline; nextval
+    // has to outlast a window. The sequence counts the inserts that moved the deadline; nextval
     // is not undone with a subtransaction.
-    await env.services.db.$executeRawUnsafe('CREATE SEQUENCE held_votes');
+    await env.services.db.$executeRawUnsafe('CREATE SEQUENCE deadline_votes');
     await env.services.db.$executeRawUnsafe(`
-      CREATE FUNCTION hold_vote() RETURNS trigger LANGUAGE plpgsql AS $$
+      CREATE FUNCTION reach_deadline() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.approval_id = '${late}' THEN
-          PERFORM nextval('held_votes');
+          PERFORM nextval('deadline_votes');
           UPDATE approvals SET expires_at = clock_timestamp() WHERE id = NEW.approval_id;
         END IF;
         RETURN NEW;
       END $$`);
     await env.services.db.$executeRawUnsafe(
-      'CREATE TRIGGER hold_vote BEFORE INSERT ON approval_votes FOR EACH ROW EXECUTE FUNCTION hold_vote()',
+      'CREATE TRIGGER reach_deadline BEFORE INSERT ON approval_votes FOR EACH ROW EXECUTE FUNCTION reach_deadline()',
     );
     try {
       expect(await writeVotes(items)).toEqual([expect.stringMatching(/^failed: 22007 /), 'not_pending', 'settled']);
-      const [held] = await env.services.db.$queryRaw<
+      const [moved] = await env.services.db.$queryRaw<
         { last_value: bigint; is_called: boolean }[]
-      >`SELECT last_value, is_called FROM held_votes`;
-      expect(held).toEqual({ last_value: 1n, is_called: true });
+      >`SELECT last_value, is_called FROM deadline_votes`;
+      expect(moved).toEqual({ last_value: 1n, is_called: true });
     } finally {
-      await env.services.db.$executeRawUnsafe('DROP TRIGGER hold_vote ON approval_votes');
-      await env.services.db.$executeRawUnsafe('DROP FUNCTION hold_vote()');
-      await env.services.db.$executeRawUnsafe('DROP SEQUENCE held_votes');
+      await env.services.db.$executeRawUnsafe('DROP TRIGGER reach_deadline ON approval_votes');
+      await env.services.db.$executeRawUnsafe('DROP FUNCTION reach_deadline()');
+      await env.services.db.$executeRawUnsafe('DROP SEQUENCE deadline_votes');
     }
     expect(await statuses(items)).toEqual(['pending', 'pending', 'approved']);
     expect(await env.services.db.approvalVote.count({ where: { approvalId: late } })).toBe(0);
