@@ -137,7 +137,10 @@ function describeBatches(cumulative: Map<string, number>): string {
   return parts.length > 0 ? `${previous} batches; by size ${parts.join(', ')}` : 'no batches';
 }
 
-runBenchmark('bench:creation', (RUNS * 7 * (WARMUP_S + DURATION_S + 20) + 300) * 1000, async (cleanup) => {
+/** Per run: the six scenarios, and the ceiling before the first and after each of them. */
+const MEASUREMENTS_PER_RUN = 13;
+
+runBenchmark('bench:creation', (RUNS * MEASUREMENTS_PER_RUN * (WARMUP_S + DURATION_S + 20) + 300) * 1000, async (cleanup) => {
   log(`${RUNS} run(s); per scenario ${WARMUP_S} s warm-up + ${DURATION_S} s measured, ${CONNECTIONS} connections`);
   cleanup(async () => {
     await dropDatabase(DATABASE);

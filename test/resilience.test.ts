@@ -64,12 +64,20 @@ describe('at-least-once delivery', () => {
     await stop(redis);
     for (const id of ids) await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
     expect(approvedIds(receiver).size).toBe(0);
+    // Down past the bound of a handover, which the relay gives up on, and for a few more polls.
+    await eventually(() => env.logs.some((line) => line.msg === 'outbox relay failed; retrying at the next poll'), 15_000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
 
     redis = await startRedis(port);
     await receiver.waitFor(() => ids.every((id) => approvedIds(receiver).has(id)), 20_000);
     // The webhooks' events may go out in an earlier relay batch than the rest of the backlog
     // (votes, settlements other consumers read): every row is relayed in the end.
     await eventually(async () => (await env.services.db.outboxMessage.count({ where: { orgId: org.orgId, relayedAt: null } })) === 0);
+    // One error for the outage however long it lasted, and a line when it ended.
+    const relayLines = () =>
+      env.logs.map((line) => String(line.msg)).filter((msg) => msg.startsWith('outbox relay') && msg !== 'outbox relay still failing');
+    await eventually(() => relayLines().includes('outbox relay recovered'));
+    expect(relayLines()).toEqual(['outbox relay failed; retrying at the next poll', 'outbox relay recovered']);
   }, 40_000);
 
   it('completes a delivery whose worker process was killed mid-attempt, after a restart', async () => {

@@ -10,9 +10,9 @@ export class PortInUseError extends Error {
   }
 }
 
-/** Listens on `port` (every interface); rejects with PortInUseError when it is taken. */
-export async function listen(server: Server, port: number): Promise<void> {
-  server.listen(port);
+/** Listens on `port` of `host` (every interface without one); rejects with PortInUseError when it is taken. */
+export async function listen(server: Server, port: number, host?: string): Promise<void> {
+  server.listen({ port, host });
   try {
     await once(server, 'listening');
   } catch (error) {

@@ -1,10 +1,9 @@
-import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
+import { listen } from '../../src/lib/listen.js';
 
 /** Starts `server` on a port of 127.0.0.1 that the system picks, and returns that port once it listens. */
 export async function listenOnLoopback(server: Server): Promise<number> {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  await listen(server, 0, '127.0.0.1');
   return (server.address() as AddressInfo).port;
 }
 

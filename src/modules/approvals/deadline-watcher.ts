@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sql } from '../../data/database.js';
 import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
 import { ENQUEUE_BATCH_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
+import { FailureRunLog } from '../../lib/failure-run-log.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
 import { ApprovalStore, type DeadlineCursor } from './approval-store.js';
@@ -50,23 +51,16 @@ export class DeadlineWatcher {
     return Math.min(this.options.maxWaitMs, Math.max(0, nextInMs ?? Infinity));
   }
 
-  /**
-   * Watches until `stop` aborts. A failed look is tried again after `maxWaitMs`; the first failure
-   * of a run of them is an error in the log, the rest are debug lines until a look succeeds, so
-   * that a Redis or database outage does not write four errors a second.
-   */
+  /** Watches until `stop` aborts; a failed look is tried again after `maxWaitMs`. */
   async run(stop: AbortSignal): Promise<void> {
-    let failing = false;
+    const failures = new FailureRunLog(this.logger, 'deadline watcher', 'looking again shortly');
     while (!stop.aborted) {
       let waitMs = this.options.maxWaitMs;
       try {
         waitMs = await this.handOverDue();
-        if (failing) this.logger.info('deadline watcher recovered');
-        failing = false;
+        failures.succeeded();
       } catch (error) {
-        if (failing) this.logger.debug({ err: error }, 'deadline watcher still failing');
-        else this.logger.error({ err: error }, 'deadline watcher failed; looking again shortly');
-        failing = true;
+        failures.failed(error);
       }
       // The sleep rejects only when `stop` aborts, which ends the loop.
       if (waitMs > 0) await sleep(waitMs, undefined, { signal: stop }).catch(() => undefined);

@@ -1,5 +1,6 @@
 import { eventsFor } from '../../consumers/consumer.js';
 import { ENQUEUE_BATCH_TIMEOUT_MS } from '../../jobs/job-queues.js';
+import { FailureRunLog } from '../../lib/failure-run-log.js';
 import { withTimeout } from '../../lib/time.js';
 import type { Services } from '../../services.js';
 import type { DomainEvent } from './domain-events.js';
@@ -67,11 +68,13 @@ export class OutboxRelay {
 
   /** Relays until `stop` aborts: at once when signalled, otherwise every poll interval. */
   async run(stop: AbortSignal): Promise<void> {
+    const failures = new FailureRunLog(this.services.logger, 'outbox relay', 'retrying at the next poll');
     while (!stop.aborted) {
       try {
         while (!stop.aborted && (await this.relayBatch()) === this.options.batchSize);
+        failures.succeeded();
       } catch (error) {
-        this.services.logger.error({ err: error }, 'outbox relay failed; retrying at the next poll');
+        failures.failed(error);
       }
       await this.idle(stop);
     }
