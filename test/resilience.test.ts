@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ENQUEUE_BATCH_TIMEOUT_MS } from '../src/jobs/job-queues.js';
 import { withTimeout } from '../src/lib/time.js';
+import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
 import { freePort } from './support/listen.js';
@@ -15,7 +17,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
 }, 120_000);
 
-/** A Redis server of the test's own, which it can stop and start again (empty, like production here). */
+/** A redis-server on this port (empty, like production here). */
 async function startRedis(port: number): Promise<ChildProcess> {
   const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -25,6 +27,26 @@ async function startRedis(port: number): Promise<ChildProcess> {
     redis.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)));
   });
   return redis;
+}
+
+/** A Redis of the test's own, which it can stop and start again, or freeze. */
+async function ownRedis() {
+  const port = await freePort();
+  let server = await startRedis(port);
+  cleanups.push(() => stop(server));
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => stop(server),
+    restart: async () => {
+      server = await startRedis(port);
+    },
+    /** Stopped, not killed: the connections stay open and nothing answers or fails on them. */
+    freeze: () => {
+      server.kill('SIGSTOP');
+      cleanups.push(async () => server.kill('SIGCONT'));
+    },
+    thaw: () => server.kill('SIGCONT'),
+  };
 }
 
 async function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -53,22 +75,20 @@ const approvedIds = (receiver: Receiver) => new Set(receiver.at('/hook').map((d)
 
 describe('at-least-once delivery', () => {
   it('delivers every webhook of decisions made while Redis was down, once it is back', async () => {
-    const port = await freePort();
-    let redis = await startRedis(port);
-    cleanups.push(() => stop(redis));
-    const { env, receiver, org, createPending } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const redis = await ownRedis();
+    const { env, receiver, org, createPending } = await setUp({ REDIS_URL: redis.url });
     const worker = await startWorkerRuntime(env.services, ['outbox-relay', 'webhook-delivery', 'maintenance']);
     cleanups.push(() => worker.stop());
 
     const ids = await Promise.all(Array.from({ length: 10 }, createPending));
-    await stop(redis);
+    await redis.stop();
     for (const id of ids) await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
     expect(approvedIds(receiver).size).toBe(0);
     // Down past the bound of a handover, which the relay gives up on, and for a few more polls.
     await eventually(() => env.logs.some((line) => line.msg === 'outbox relay failed; retrying at the next poll'), 15_000);
     await new Promise((resolve) => setTimeout(resolve, 1000));
 
-    redis = await startRedis(port);
+    await redis.restart();
     await receiver.waitFor(() => ids.every((id) => approvedIds(receiver).has(id)), 20_000);
     // The webhooks' events may go out in an earlier relay batch than the rest of the backlog
     // (votes, settlements other consumers read): every row is relayed in the end.
@@ -178,15 +198,11 @@ describe('at-least-once delivery', () => {
 
 describe('a Redis that stops answering', () => {
   it('holds no creation, decision or member change: each is answered once committed, its hints are given up after a bound, and decisions go on when Redis answers again', async () => {
-    const port = await freePort();
-    const redis = await startRedis(port);
-    cleanups.push(() => stop(redis));
-    const { env, org, createPending } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const redis = await ownRedis();
+    const { env, org, createPending } = await setUp({ REDIS_URL: redis.url });
     const decidedBefore = await createPending();
 
-    // Stopped, not killed: the connections stay open and nothing answers or fails on them.
-    redis.kill('SIGSTOP');
-    cleanups.push(async () => redis.kill('SIGCONT'));
+    redis.freeze();
     const created = await createPending();
     await org.asReviewer('post', `/v1/approvals/${decidedBefore}/decision`).send({ verdict: 'approved' }).expect(200);
     await org.request('post', '/v1/members').send({ email: 'frozen-redis@example.com', role: 'reviewer' }).expect(201);
@@ -197,28 +213,54 @@ describe('a Redis that stops answering', () => {
         env.logs.some((line) => String(line.msg).startsWith(hint) && String(line.msg).endsWith(' failed')),
       ),
     );
-    redis.kill('SIGCONT');
+    redis.thaw();
     await org.asReviewer('post', `/v1/approvals/${created}/decision`).send({ verdict: 'approved' }).expect(200);
+  });
+});
+
+describe('an outbox relay whose Redis stops answering', () => {
+  it('gives a handover up at its bound and leaves the rows to the next batch, which relays them once Redis answers', async () => {
+    const redis = await ownRedis();
+    const { env, org, createPending } = await setUp({ REDIS_URL: redis.url });
+    const id = await createPending();
+    await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const outboxRows = () =>
+      env.services.db.outboxMessage.findMany({ where: { orgId: org.orgId }, select: { relayedAt: true, claimedUntil: true } });
+    const pending = (await outboxRows()).length;
+    expect(pending).toBeGreaterThan(0);
+
+    // The jobs' commands are sent and never answered.
+    redis.freeze();
+    const relay = new OutboxRelay(env.services, { batchSize: 100, pollIntervalMs: 200, leaseMs: 60_000 });
+    const started = performance.now();
+    await expect(relay.relayBatch()).rejects.toThrow(`enqueueing relayed jobs took longer than ${ENQUEUE_BATCH_TIMEOUT_MS} ms`);
+    const waitedMs = performance.now() - started;
+    expect(waitedMs).toBeGreaterThanOrEqual(ENQUEUE_BATCH_TIMEOUT_MS - 50);
+    expect(waitedMs).toBeLessThan(ENQUEUE_BATCH_TIMEOUT_MS + 2_000);
+    // Released, not left claimed until the lease (a minute) runs out.
+    expect(await outboxRows()).toEqual(Array.from({ length: pending }, () => ({ relayedAt: null, claimedUntil: null })));
+
+    redis.thaw();
+    expect(await relay.relayBatch()).toBe(pending);
+    expect((await outboxRows()).every((row) => row.relayedAt !== null && row.claimedUntil === null)).toBe(true);
   });
 });
 
 describe('deadlines that pass while Redis is down', () => {
   it('are handed to the expiry queue once Redis is back, without the sweeper, and the outage is one error in the log', async () => {
-    const port = await freePort();
-    let redis = await startRedis(port);
-    cleanups.push(() => stop(redis));
-    const { env, org, createPending } = await setUp({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    const redis = await ownRedis();
+    const { env, org, createPending } = await setUp({ REDIS_URL: redis.url });
     const worker = await startWorkerRuntime(env.services, ['approval-expiry']);
     cleanups.push(() => worker.stop());
     await org.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
     const ids = await Promise.all(Array.from({ length: 5 }, () => createPending('short')));
 
-    await stop(redis);
+    await redis.stop();
     // Down past the deadlines and past the bound of a handover, which the watcher gives up on.
     await eventually(() => env.logs.some((line) => line.msg === 'deadline watcher failed; looking again shortly'), 15_000);
     // And down for a few more looks, each of which fails too.
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    redis = await startRedis(port);
+    await redis.restart();
     const statuses = async () =>
       (await env.services.db.approval.findMany({ where: { id: { in: ids } }, select: { status: true } })).map((row) => row.status);
     await eventually(async () => (await statuses()).every((status) => status === 'expired'), 20_000);
