@@ -10,6 +10,7 @@
 //
 // BENCH_WARMUP (default 5 s) runs before every measurement and is not counted. The last line of
 // stdout is the figures as JSON.
+import { measureBracketed } from './lib/bracketing.js';
 import { mapConcurrent } from './lib/concurrency.js';
 import { formatTable, median, round } from './lib/figures.js';
 import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
@@ -188,26 +189,21 @@ runBenchmark('bench:creation', (RUNS * MEASUREMENTS_PER_RUN * (WARMUP_S + DURATI
 
   const ceilingRuns: Measurement[] = [];
   const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[], batches: new Map<string, number>() }));
-  // This machine's speed drifts within a run (the ceiling moved by a third between runs minutes
-  // apart), so each scenario is compared with the ceiling measured just before and just after it.
-  const measureCeiling = async () => {
-    const ceiling = await measure(ceilingTarget, LOAD, ceilingWatch);
-    ceilingRuns.push(ceiling);
-    return ceiling;
+  const measureScenario = async (scenario: Scenario, i: number) => {
+    const before = await batchSizeBuckets(scenario.operation);
+    const measured = await scenario.measure();
+    for (const [bucket, count] of await batchSizeBuckets(scenario.operation)) {
+      scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
+    }
+    return measured;
   };
   for (let run = 1; run <= RUNS; run++) {
     log(`--- run ${run}/${RUNS}`);
-    let ceilingBefore = await measureCeiling();
-    for (const [i, scenario] of scenarios.entries()) {
-      const before = await batchSizeBuckets(scenario.operation);
-      const measured = await scenario.measure();
-      for (const [bucket, count] of await batchSizeBuckets(scenario.operation)) {
-        scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
-      }
-      const ceilingAfter = await measureCeiling();
+    const bracketed = await measureBracketed(scenarios, () => measure(ceilingTarget, LOAD, ceilingWatch), measureScenario);
+    ceilingRuns.push(...bracketed.ceilings);
+    for (const [i, { measured, ratio }] of bracketed.scenarios.entries()) {
       scenarioRuns[i]!.runs.push(measured);
-      scenarioRuns[i]!.ratios.push(measured.rps / ((ceilingBefore.rps + ceilingAfter.rps) / 2));
-      ceilingBefore = ceilingAfter;
+      scenarioRuns[i]!.ratios.push(ratio);
     }
   }
 
