@@ -1,7 +1,4 @@
-/** A measurement's throughput, all that the ratio to the ceiling needs. */
-export interface Throughput {
-  rps: number;
-}
+import type { Measurement } from './load.js';
 
 export interface Bracketed<M> {
   /** The ceiling's measurements in the order taken: one before the first scenario, one after each. */
@@ -16,7 +13,7 @@ export interface Bracketed<M> {
  * minute apart), so a ceiling taken once at the start is minutes away from the last scenario. The
  * ceiling measured between two scenarios serves both: n scenarios take n + 1 ceilings.
  */
-export async function measureBracketed<S, M extends Throughput>(
+export async function measureBracketed<S, M extends Pick<Measurement, 'rps'>>(
   scenarios: readonly S[],
   measureCeiling: () => Promise<M>,
   measureScenario: (scenario: S, index: number) => Promise<M>,
