@@ -1,5 +1,5 @@
 # One image for every process type; docker-compose.yml and the Procfile pick the command.
-# Node 22 LTS (Node 20 reached its end of life in April 2026; README, "Runtime", says why not 24 yet).
+# Node 22 LTS; the service also runs on Node 24 (docs/operations.md, "Runtime").
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -5,23 +5,26 @@ import { html } from '../lib/html.js';
 import { htmlContent, type DocumentedOperation } from './openapi.js';
 
 /**
- * Scalar's standalone bundle, one self-contained file, served from node_modules: the page loads
- * nothing from another origin.
+ * Swagger UI's prebuilt files, served from node_modules: the page loads nothing from another
+ * origin. The package is the viewer's dist folder and nothing else, so it weighs little.
  */
-const SCALAR_BUNDLE = path.join(path.dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), 'browser', 'standalone.js');
-const SCALAR_BUNDLE_PATH = '/docs/scalar-api-reference.js';
+const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/docs/swagger-ui-bundle.js': { file: 'swagger-ui-bundle.js', type: 'text/javascript; charset=utf-8' },
+  '/docs/swagger-ui.css': { file: 'swagger-ui.css', type: 'text/css; charset=utf-8' },
+};
+const STARTER_PATH = '/docs/api-reference.js';
 
 /**
- * Scalar renders with Vue and puts its styles in <style> elements it creates at run time, so this
- * page, unlike the console, needs style-src 'unsafe-inline'. Scripts stay 'self' only (no inline
- * script: Scalar reads its configuration from a data attribute), and connections go to this origin
- * only: the document, and the requests a reader sends from the page.
+ * The page runs no inline script: its starter is a file of this origin too. Swagger UI sets
+ * styles through the DOM, not with style attributes or <style> elements, so styles stay 'self';
+ * connections go to this origin only (the document, and the requests a reader sends from the page).
  */
 export const API_REFERENCE_HEADERS = {
   'content-security-policy': [
     "default-src 'self'",
     "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
+    "style-src 'self'",
     "img-src 'self' data:",
     "font-src 'self' data:",
     "connect-src 'self'",
@@ -36,18 +39,19 @@ export const API_REFERENCE_HEADERS = {
 };
 
 /**
- * Scalar's configuration: no fonts from its CDN, no telemetry, no AI agent, and none of its own
- * product offers (its developer toolbar and the "Generate SDKs" panel), which are not this API's.
+ * Starts Swagger UI on this origin's document. `validatorUrl: null`: Swagger UI would otherwise
+ * send the document to a validator on another site and show its badge.
  */
-const SCALAR_CONFIGURATION = {
+const starter = `window.ui = SwaggerUIBundle({
   url: '/openapi.json',
-  withDefaultFonts: false,
-  telemetry: false,
-  agent: { disabled: true },
-  showDeveloperTools: 'never',
-  customCss: '[class*="explore-scalar"] { display: none !important; }',
-  defaultOpenFirstTag: true,
-};
+  dom_id: '#api-reference',
+  deepLinking: true,
+  validatorUrl: null,
+  docExpansion: 'list',
+  defaultModelsExpandDepth: 0,
+  tryItOutEnabled: false,
+});
+`;
 
 const page = html`<!doctype html>
   <html lang="en">
@@ -55,10 +59,12 @@ const page = html`<!doctype html>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>Approval Gate API reference</title>
+      <link rel="stylesheet" href="/docs/swagger-ui.css" />
     </head>
     <body>
-      <script id="api-reference" data-configuration="${JSON.stringify(SCALAR_CONFIGURATION)}"></script>
-      <script src="${SCALAR_BUNDLE_PATH}"></script>
+      <div id="api-reference"></div>
+      <script src="/docs/swagger-ui-bundle.js"></script>
+      <script src="${STARTER_PATH}"></script>
     </body>
   </html>`.toString();
 
@@ -70,16 +76,28 @@ export function mountApiReference(app: Express, document: object): void {
   app.get('/docs', (_req, res) => {
     res.set(API_REFERENCE_HEADERS).set('cache-control', 'no-cache').type('html').send(page);
   });
-  app.get(SCALAR_BUNDLE_PATH, (_req, res, next) => {
-    res
-      .set(API_REFERENCE_HEADERS)
-      .sendFile(
-        SCALAR_BUNDLE,
-        { maxAge: '1h', headers: { 'content-type': 'text/javascript; charset=utf-8' } },
-        (error) => error && next(error),
-      );
+  app.get(STARTER_PATH, (_req, res) => {
+    res.set(API_REFERENCE_HEADERS).set('cache-control', 'no-cache').type('text/javascript; charset=utf-8').send(starter);
   });
+  for (const [urlPath, { file, type }] of Object.entries(ASSETS)) {
+    app.get(urlPath, (_req, res, next) => {
+      res
+        .set(API_REFERENCE_HEADERS)
+        .sendFile(path.join(SWAGGER_UI_DIR, file), { maxAge: '1h', headers: { 'content-type': type } }, (error) => error && next(error));
+    });
+  }
 }
+
+const asset = (urlPath: string, summary: string, mediaType: string): DocumentedOperation => ({
+  method: 'get',
+  path: urlPath,
+  operation: {
+    summary,
+    tags: ['service'],
+    security: [],
+    responses: { 200: { description: 'The file.', content: { [mediaType]: { schema: { type: 'string' } } } } },
+  },
+});
 
 export const apiReferenceOperations: DocumentedOperation[] = [
   {
@@ -96,20 +114,13 @@ export const apiReferenceOperations: DocumentedOperation[] = [
     method: 'get',
     path: '/docs',
     operation: {
-      summary: 'This reference as a page (Scalar, served by this process)',
+      summary: 'This reference as a page (Swagger UI, served by this process)',
       tags: ['service'],
       security: [],
       responses: { 200: { description: 'The page; it reads /openapi.json.', content: htmlContent } },
     },
   },
-  {
-    method: 'get',
-    path: SCALAR_BUNDLE_PATH,
-    operation: {
-      summary: "The reference page's script: Scalar's standalone bundle",
-      tags: ['service'],
-      security: [],
-      responses: { 200: { description: 'JavaScript.', content: { 'text/javascript': { schema: { type: 'string' } } } } },
-    },
-  },
+  asset('/docs/swagger-ui-bundle.js', "The reference page's viewer: Swagger UI's bundle", 'text/javascript'),
+  asset('/docs/swagger-ui.css', "The reference page's styles: Swagger UI's", 'text/css'),
+  asset(STARTER_PATH, 'The script that starts the viewer on /openapi.json', 'text/javascript'),
 ];

@@ -136,7 +136,6 @@ export function buildOpenApiDocument(
   return {
     openapi: '3.1.0',
     info,
-    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     paths,
     components: {
       schemas: components,
