@@ -2,13 +2,14 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { WORKER_ROLES } from '../workers/worker-runtime.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-/** The pages a reader of the repository reads: the README and the guide. */
+/** The pages a reader of the repository reads: the README, the guide and the benchmarks' figures. */
 async function pages(): Promise<string[]> {
   const docs = (await readdir(path.join(ROOT, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => path.join('docs', name));
-  return ['README.md', ...docs];
+  return ['README.md', ...docs, path.join('bench', 'README.md')];
 }
 
 /** Markdown links and images `[text](target)` and `![alt](target)`, outside code blocks and code spans. */
@@ -31,13 +32,16 @@ function anchors(markdown: string): Set<string> {
   return new Set([...prose.matchAll(/^#{1,6}\s+(.+)$/gm)].map((match) => anchorOf(match[1]!)));
 }
 
-describe('links in README.md and docs/', () => {
+describe('links in README.md, docs/ and bench/README.md', () => {
   it('point to files of this repository, and to headings that exist', async () => {
     const broken: string[] = [];
     for (const page of await pages()) {
       const markdown = await readFile(path.join(ROOT, page), 'utf8');
       for (const target of linkTargets(markdown)) {
-        if (/^[a-z]+:/i.test(target)) continue; // https:, mailto:: not files of the repository
+        if (/^[a-z]+:/i.test(target)) {
+          broken.push(`${page}: ${target} (leads outside the repository)`);
+          continue;
+        }
         const [file, anchor] = target.split('#') as [string, string | undefined];
         const resolved = file === '' ? path.join(ROOT, page) : path.resolve(ROOT, path.dirname(page), decodeURIComponent(file));
         if (!resolved.startsWith(`${ROOT}${path.sep}`) || !existsSync(resolved)) {
@@ -52,10 +56,29 @@ describe('links in README.md and docs/', () => {
     expect(broken).toEqual([]);
   });
 
+  it('never lead to another site, not even as a bare address', async () => {
+    for (const page of await pages()) {
+      const prose = (await readFile(path.join(ROOT, page), 'utf8')).replace(/^```[\s\S]*?^```$/gm, '').replace(/`[^`\n]*`/g, '');
+      expect(prose.match(/<?https?:\/\/[^\s)>]+/g) ?? [], page).toEqual([]);
+    }
+  });
+
   it('never point to ../shared, which a clone does not have', async () => {
     for (const page of await pages()) {
       const markdown = await readFile(path.join(ROOT, page), 'utf8');
       expect(markdown, page).not.toMatch(/\.\.\/shared|\/work\/shared/);
     }
+  });
+});
+
+describe('docs/operations.md', () => {
+  it('lists every role a worker process can run, as WORKER_QUEUES names them', async () => {
+    const operations = await readFile(path.join(ROOT, 'docs', 'operations.md'), 'utf8');
+    const processes = operations.slice(
+      operations.indexOf('## Processes'),
+      operations.indexOf('\n## ', operations.indexOf('## Processes') + 1),
+    );
+    const listed = [...processes.matchAll(/^\| `([a-z-]+)` +\|/gm)].map((match) => match[1]!);
+    expect(listed.filter((role) => !['release', 'web', 'worker'].includes(role)).sort()).toEqual([...WORKER_ROLES].sort());
   });
 });
