@@ -1,4 +1,4 @@
-// What signed checkpoints (contract C14) cost, in one run:
+// What signed checkpoints (docs/audit.md) cost, in one run:
 //  1. creation throughput (pending, one organization, where every 1,000th event is signed) with a
 //     worker that signs checkpoints against the same worker without a signing key, rounds
 //     interleaved (without, with, with, without ...);

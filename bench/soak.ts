@@ -88,7 +88,7 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
     REDIS_PREFIX: 'ag',
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    // The contract's retry schedule in thousandths: all ten attempts within about four minutes, not days.
+    // The retry schedule of docs/webhooks.md in thousandths: all ten attempts within about four minutes, not days.
     WEBHOOK_BACKOFF_SCALE: '0.001',
     WORKER_LOCK_DURATION_MS: '5000',
     SHUTDOWN_TIMEOUT_MS: '10000',

@@ -23,7 +23,7 @@ export function packageRoot(): string {
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  /** The service's address as people reach it (behind a proxy, the public https URL); C13. */
+  /** The service's address as people reach it (behind a proxy, the public https URL). */
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.url().default('postgresql://postgres@127.0.0.1:5432/approval_gate'),
   /** Connections per process; the web process holds its audit-chain lock for one statement only. */
@@ -45,7 +45,7 @@ const environmentSchema = z.object({
   /** Upper bound on how long SIGTERM waits for in-flight work before the process exits. */
   SHUTDOWN_TIMEOUT_MS: positiveInt.max(30_000).default(25_000),
   WEBHOOK_ALLOW_PRIVATE_URLS: booleanFlag.optional(),
-  /** Multiplies the webhook retry schedule (contract C5); tests run it in seconds with 0.001. */
+  /** Multiplies the webhook retry schedule (see docs/webhooks.md); tests run it in seconds with 0.001. */
   WEBHOOK_BACKOFF_SCALE: z.coerce.number().positive().default(1),
   /** Delivery attempts one worker process runs at once. */
   WEBHOOK_DELIVERY_CONCURRENCY: positiveInt.default(50),
@@ -113,7 +113,7 @@ const environmentSchema = z.object({
     .string()
     .min(1)
     .default(path.join(packageRoot(), 'dist', 'console')),
-  /** Ed25519 private key (PKCS#8 PEM or its base64 DER) that signs audit checkpoints (C14); none: no checkpoints. */
+  /** Ed25519 private key (PKCS#8 PEM or its base64 DER) that signs audit checkpoints (see docs/audit.md); none: no checkpoints. */
   AUDIT_SIGNING_KEY: z
     .string()
     .refine(

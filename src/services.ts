@@ -65,7 +65,7 @@ export interface Services {
   webhooks: WebhookService;
   deliveries: DeliveryService;
   audit: AuditService;
-  /** Who was told about which approval on which channel (contract C11). */
+  /** Who was told about which approval on which channel (see docs/members-and-channels.md). */
   notifications: NotificationStore;
   decisionLinks: DecisionLinkService;
   slack: SlackService;

@@ -55,7 +55,7 @@ export async function deleteRedisKeys(prefix: string): Promise<number> {
 
 export interface BenchOrg {
   orgId: string;
-  /** The agent's key: it creates approvals, and may not decide them (contract C12). */
+  /** The agent's key: it creates approvals, and may not decide them (see docs/policies.md). */
   key: string;
   /** The reviewer's key, which decides. */
   reviewerKey: string;

@@ -1,5 +1,5 @@
 // The soak's clients: creations, long-polls and decisions through the proxy, at a steady pace,
-// each answer counted by operation and status. A client retries what the contract says is safe to
+// each answer counted by operation and status. A client retries what the API guide says is safe to
 // retry (503, a 5xx, a dropped connection) with the same idempotency key; only an answer it got
 // counts as acknowledged.
 import { randomUUID } from 'node:crypto';

@@ -1,4 +1,4 @@
--- hash = hex(SHA-256(prevHash || canonical(event))), contract C6. STABLE like convert_to: a SQL
+-- hash = hex(SHA-256(prevHash || canonical(event))), see docs/audit.md. STABLE like convert_to: a SQL
 -- function declared stricter than what it calls is never inlined, and was called once per event.
 CREATE OR REPLACE FUNCTION ag_audit_hash(p_prev_hash text, p_canonical text)
 RETURNS text

@@ -1,5 +1,5 @@
--- Records one voter's vote on a pending approval and settles it when the vote decides (contract
--- C12): one reject vote rejects at once; approve votes from distinct voters approve once they
+-- Records one voter's vote on a pending approval and settles it when the vote decides (see
+-- docs/policies.md): one reject vote rejects at once; approve votes from distinct voters approve once they
 -- reach the approval's quorum. The approval row is locked for the whole call, so concurrent votes
 -- are counted one after another: none is lost, and only one can settle. Returns 'recorded' (a vote
 -- under quorum: p_recorded_events appended), 'settled' (p_settlement applied, p_settled_events

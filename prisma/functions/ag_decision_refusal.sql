@@ -1,4 +1,4 @@
--- Whether a voter may decide an approval through a channel (contract C12): NULL when it may, or
+-- Whether a voter may decide an approval through a channel (see docs/policies.md): NULL when it may, or
 -- the refusal: 'channel_not_allowed' (the policy leaves the channel out), 'not_a_reviewer' (a
 -- member whose role and email the policy does not name; a viewer never decides), or
 -- 'self_approval' (the member the agent acts for, or whoever created the request, unless the

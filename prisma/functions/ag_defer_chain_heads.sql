@@ -3,8 +3,8 @@
 -- batch calls it after taking the heads (ag_lock_chain_heads), and ag_write_chain_heads before it
 -- returns, so each head row is written once per batch: a row updated once per item leaves dozens
 -- of versions of itself that nothing can prune before the commit, and every later read of that
--- organization's head wades through them (the creations of one organization ran at a third of the
--- rate of a hundred organizations').
+-- organization's head wades through them, which slows the creations of one organization far
+-- below those of many.
 CREATE OR REPLACE FUNCTION ag_defer_chain_heads(p_orgs uuid[])
 RETURNS void
 LANGUAGE sql

@@ -1,5 +1,5 @@
 -- Checks the range [p_first, p_last] of an organization's audit chain in one ordered pass over
--- the primary key, without sorting and without sending the events anywhere (contract C6):
+-- the primary key, without sorting and without sending the events anywhere (see docs/audit.md):
 -- returns how many events the range holds and the first seq at which it is broken, or null.
 -- Broken means a missing seq (the first missing one is named), a prevHash that is not the hash of
 -- the event before (64 zeros before seq 1), or a hash that does not recompute; p_last_hash, when

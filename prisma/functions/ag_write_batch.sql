@@ -6,7 +6,7 @@
 -- and each run again in a subtransaction of its own, so one that fails leaves the others in: its
 -- outcome is 'quota_exceeded' (SQLSTATE AG402), 'not_pending' (AG409: a deadline passed mid-vote)
 -- or 'failed: <SQLSTATE> <message>'; the others are their write's, in order. A subtransaction per
--- item on every batch cost a fifth of the batch, and a batch of more than 64 that write overflows
+-- item on every batch was a large share of its cost, and a batch of more than 64 that write overflows
 -- each backend's cache of subtransaction ids, which makes every concurrent snapshot check slower.
 CREATE OR REPLACE FUNCTION ag_write_batch(p_kind text, p_items jsonb)
 RETURNS text[]

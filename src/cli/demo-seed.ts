@@ -9,7 +9,7 @@ const DEMO_ORG = 'Demo organization';
 const DEMO_POLICY = 'refunds';
 const DEMO_ADMIN = 'admin@example.com';
 
-/** The agent asks; the reviewer decides. A key that asked may not decide its own request (C12). */
+/** The agent asks; the reviewer decides. A key that asked may not decide its own request (see docs/policies.md). */
 const AGENT_SCOPES: Scope[] = ['approvals:write', 'approvals:read', 'policies:read'];
 const REVIEWER_SCOPES: Scope[] = ['approvals:read', 'approvals:decide'];
 

@@ -1,5 +1,5 @@
-// Verifies a downloaded audit export without the service: recomputes every hash of contract C6,
-// checks that the events link up, and checks signed checkpoints (contract C14) against the chain
+// Verifies a downloaded audit export without the service: recomputes every hash of docs/audit.md,
+// checks that the events link up, and checks signed checkpoints (see docs/audit.md) against the chain
 // and the public keys. Deliberately standalone (node:crypto, canonicalize, csv-parse, and the one
 // small module that defines a checkpoint's signed bytes), so an auditor can read it in full and
 // run it anywhere.
@@ -28,7 +28,7 @@ const COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'
 const GENESIS_HASH = '0'.repeat(64);
 const CHECKPOINT_TYPE = 'audit.checkpoint';
 /**
- * The service refuses payloads nested deeper than 64 levels (README, "Limits and hostile input"),
+ * The service refuses payloads nested deeper than 64 levels (docs/api.md, "Limits and hostile input"),
  * and an event's data holds a payload one level down, so the object hashed ({ seq, type, actor,
  * data, createdAt }) nests at most 66 deep. Anything deeper was not written by the service, and
  * is reported as such rather than handed to the recursive canonicalizer, which would overflow.

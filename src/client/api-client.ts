@@ -58,7 +58,7 @@ const segment = encodeURIComponent;
 
 /**
  * A typed client of the /v1 API. With a session it keeps the CSRF token that sign-in (or reading
- * the session) returned, and sends it on every write, as contract C9 requires.
+ * the session) returned, and sends it on every write, as docs/members-and-channels.md says.
  */
 export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globalThis.fetch.bind(globalThis) }: ApiClientOptions = {}) {
   let csrfToken: string | null = null;

@@ -82,9 +82,9 @@ export function createApp(services: Services): Express {
  * prototype Express's `app.request` and `app.response` then become, so that Express's
  * per-request `Object.setPrototypeOf` finds the prototype already in place. An object whose
  * prototype is changed after it is built leaves V8's shared hidden classes: every property added
- * to it afterwards gives it a hidden class of its own, about 2.7 KB per request, which 10,000 held
- * long-polls paid for most. A subclass (rather than a bare function) keeps Node's own estimate of
- * their in-object fields, without which they fall back to dictionary properties (3 KB each).
+ * to it afterwards gives it a hidden class of its own, which held long-polls pay for most. A
+ * subclass (rather than a bare function) keeps Node's own estimate of their in-object fields,
+ * without which they fall back to dictionary properties, larger still.
  */
 export function createHttpServer(app: Express): Server {
   class ExpressRequest extends IncomingMessage {}

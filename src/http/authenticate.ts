@@ -20,7 +20,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
 /**
  * Resolves the caller, or answers 401. A bearer key wins over a session cookie when both come; a
  * request authenticated by its cookie that may change something must also carry the session's
- * CSRF token (contract C9), which a page of another origin cannot read.
+ * CSRF token (see docs/members-and-channels.md), which a page of another origin cannot read.
  */
 export function authenticate(authenticators: Authenticators, mode: Exclude<AuthMode, 'public'>): RequestHandler {
   return async (req, res, next) => {

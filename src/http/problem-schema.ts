@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** The RFC 9457 problem document of every error (contract C1); without Express, so API clients can share it. */
+/** The RFC 9457 problem document of every error (see docs/api.md); without Express, so API clients can share it. */
 export const problemSchema = z
   .object({
     type: z.string(),

@@ -27,7 +27,7 @@ export interface RouteInput<B, Q, P> {
   caller: Caller;
 }
 
-/** Opens a console session in the browser (the cookie of contract C9), or ends it. */
+/** Opens a console session in the browser (the cookie of docs/members-and-channels.md), or ends it. */
 export type SessionCookie = { token: string; expiresAt: Date } | 'clear';
 
 /** One message of a text/event-stream reply. */
@@ -57,7 +57,7 @@ export interface ResponseSpec {
 
 /**
  * One API operation: everything the middleware chain, the handler and the OpenAPI document need.
- * The chain runs in the contract's order: authenticate (401), scope (403), plan and quota
+ * The chain runs in the order of docs/api.md: authenticate (401), scope (403), plan and quota
  * (402), then validation (422), then the handler.
  */
 export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
@@ -194,8 +194,8 @@ function parseParams(spec: AnyRouteSpec, req: Request): unknown {
 /**
  * The last step of every route: it answers the request itself, errors included, so the router's
  * continuation is dropped (`req.next`) and the handler's promise is not handed back to the router.
- * Either would keep the router's per-request closures alive for as long as the handler runs: about
- * 1.6 KB for each long-poll held for up to 30 s (bench:long-poll).
+ * Either would keep the router's per-request closures alive for as long as the handler runs, for
+ * each long-poll held for up to 30 s.
  */
 function handle(spec: AnyRouteSpec, options: MountOptions): RequestHandler {
   return (req, res) => {
@@ -243,8 +243,8 @@ async function sendCsv(req: Request, res: Response, csv: string | (() => Readabl
 
 /**
  * What a handler is given. The tenant is looked up when a handler asks (public routes have none).
- * Classes rather than object literals with getters, which V8 keeps as dictionaries: about 670
- * bytes more for each long-poll held (bench:long-poll).
+ * Classes rather than object literals with getters, which V8 keeps as dictionaries, larger for
+ * each long-poll held.
  */
 class HandlerInput implements RouteInput<z.ZodType, z.ZodType, z.ZodType> {
   readonly caller: Caller;
@@ -318,7 +318,7 @@ export interface CookieOptions {
   secure: boolean;
 }
 
-/** The session cookie of contract C9: HttpOnly, SameSite=Lax, Path=/, Secure outside development and test. */
+/** The session cookie (see docs/members-and-channels.md): HttpOnly, SameSite=Lax, Path=/, Secure outside development and test. */
 function setSessionCookie(res: Response, session: SessionCookie, { secure }: CookieOptions): void {
   const options = { httpOnly: true, sameSite: 'lax', path: '/', secure } as const;
   if (session === 'clear') res.clearCookie(SESSION_COOKIE, options);
@@ -326,7 +326,7 @@ function setSessionCookie(res: Response, session: SessionCookie, { secure }: Coo
 }
 
 /**
- * Mounts each route with the chain of contract C2: authenticate (401), scope and plan (403, 402),
+ * Mounts each route with the chain of docs/api.md, "Conventions": authenticate (401), scope and plan (403, 402),
  * read the body, the route's 402 precheck, then path, body and query validation (404, 413, 422)
  * and the handler.
  */

@@ -1,6 +1,6 @@
 /**
  * Errors the domain raises on purpose. Each carries the HTTP status and the stable `code` of
- * contract C1; the HTTP layer turns them into RFC 9457 problem details and nothing else.
+ * docs/api.md; the HTTP layer turns them into RFC 9457 problem details and nothing else.
  */
 export type ErrorCode =
   | 'validation_failed'
@@ -62,7 +62,7 @@ export class ForbiddenError extends AppError {
   }
 }
 
-/** A cookie-authenticated write without the session's CSRF token (contract C9). */
+/** A cookie-authenticated write without the session's CSRF token (see docs/members-and-channels.md). */
 export class CsrfError extends AppError {
   constructor() {
     super(
@@ -74,7 +74,7 @@ export class CsrfError extends AppError {
   }
 }
 
-/** Who may decide refused this voter (contract C12); each reason has its own code. */
+/** Who may decide refused this voter (see docs/policies.md); each reason has its own code. */
 export class DecisionRefusedError extends AppError {
   constructor(code: 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed', detail: string) {
     super(403, code, 'Not allowed to decide this request', detail);

@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /**
- * The process's Prometheus series (contract C13), on its own registry so that several app
+ * The process's Prometheus series (see docs/operations.md), on its own registry so that several app
  * instances in one test process do not collide. Domain code counts what happened through these;
  * the gauges that mirror state elsewhere (queue depths, outbox lag) are read on each scrape by
  * the collectors registered with `onScrape`.

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { FieldError } from './errors.js';
 
-/** Zod issues as contract C1 field errors, with paths as the client wrote them. */
+/** Zod issues as the field errors of docs/api.md, with paths as the client wrote them. */
 export function fieldErrors(error: z.ZodError, root: string): FieldError[] {
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String).join('.');

@@ -1,6 +1,6 @@
 import type { ApprovalView } from '../../client/api-types';
 
-/** The listing's order (contract C8): newest first, ties broken by id, descending. */
+/** The listing's order (see docs/api.md): newest first, ties broken by id, descending. */
 export function newerFirst(a: ApprovalView, b: ApprovalView): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;

@@ -13,7 +13,7 @@ import { AUDIT_EVENT_TYPES } from '../lib/vocabulary';
 const FILTERS = ['type', 'action', 'agent', 'from', 'to'] as const;
 const PAGE_SIZE = 100;
 
-/** The organization's audit chain in seq order, with filters, verification and bulk export (contract C6). */
+/** The organization's audit chain in seq order, with filters, verification and bulk export (see docs/audit.md). */
 export function AuditPage() {
   const filters = useAppliedFilters(FILTERS) as { type?: AuditEventType; action?: string; agent?: string; from?: string; to?: string };
   const pages = usePages(

@@ -13,7 +13,7 @@ import { DataTable } from '../components/data-table';
 
 const FILTERS = ['status', 'action', 'agent', 'policyKey', 'from', 'to'] as const;
 
-/** Every approval, newest first, with the listing's filters (contract C8). */
+/** Every approval, newest first, with the listing's filters (see docs/api.md). */
 export function HistoryPage() {
   const filters = useAppliedFilters(FILTERS);
   const pages = usePages(

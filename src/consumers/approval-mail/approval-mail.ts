@@ -10,7 +10,7 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
 /**
  * An approval became pending (created pending, an orphan, an escalation's successor: each is an
  * `approval.created` with status pending): every member who may decide it by email, with email
- * notifications on, gets one mail with their own decision links (contract C11). Each member's
+ * notifications on, gets one mail with their own decision links (see docs/members-and-channels.md). Each member's
  * notice is claimed before it is sent, so a retry mails only those whose mail did not leave.
  */
 export const approvalMailConsumer = defineEventHandler({

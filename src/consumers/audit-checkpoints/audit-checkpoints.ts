@@ -2,7 +2,7 @@ import { AUDIT_EVENT_TYPES } from '../../modules/audit/audit-events.js';
 import { defineEventHandler } from '../consumer.js';
 
 /**
- * Signs an organization's chain every AUDIT_CHECKPOINT_EVERY events (contract C14): the event
+ * Signs an organization's chain every AUDIT_CHECKPOINT_EVERY events (see docs/audit.md): the event
  * whose seq is a multiple of it gets a checkpoint at that seq. The other half of "whichever comes
  * first", after AUDIT_CHECKPOINT_SECONDS with new events, is the maintenance queue's.
  */

@@ -2,7 +2,7 @@ import { orphanedApprovalNotice } from '../../modules/orgs/admin-notices.js';
 import { adminMailOptions, mailAdmins } from '../admin-notice-mail.js';
 import { defineEventHandler } from '../consumer.js';
 
-/** A request whose policy key matches no policy waits for a human: its organization's admins are told (spec 6.2). */
+/** A request whose policy key matches no policy waits for a human: its organization's admins are told (see docs/operations.md, "Asynchronous work"). */
 export const orphanAlertConsumer = defineEventHandler({
   name: 'orphan-alert',
   events: ['approval.orphaned'],

@@ -7,7 +7,7 @@ import { callSlack, refreshApprovalMessage, slackJobOptions } from '../../module
 
 /**
  * A pending approval is posted to the organization's Slack channel with Approve and Reject
- * buttons (contract C11), when someone may decide it through Slack. The post is claimed before it
+ * buttons (see docs/members-and-channels.md), when someone may decide it through Slack. The post is claimed before it
  * is sent, as mail is; the message (channel, ts) is recorded for the updates that follow.
  */
 export const slackPostConsumer = defineEventHandler({

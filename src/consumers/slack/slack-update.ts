@@ -3,7 +3,7 @@ import { defineEventHandler } from '../consumer.js';
 import { refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
 
 /**
- * Every Slack message posted for an approval follows it (contract C11): a vote under quorum shows
+ * Every Slack message posted for an approval follows it (see docs/members-and-channels.md): a vote under quorum shows
  * on it, and a settlement anywhere (console, link, API, Slack, expiry, escalation) replaces the
  * buttons with the outcome, who decided and when.
  */

@@ -23,7 +23,7 @@ export type WebhookDeliveryPayload = DeliveryAttemptPayload | FirstAttemptsPaylo
  * Webhook attempts. A retry is a job of its own, the attempt number in its id, so a sweeper can
  * re-create a lost one safely; first attempts come many to a job (a BullMQ job costs more than the
  * attempt itself), its id derived from the deliveries it holds, so a relay that plans the same
- * events again enqueues nothing twice. The retry schedule of contract C5 lives on the delivery
+ * events again enqueues nothing twice. The retry schedule of docs/webhooks.md lives on the delivery
  * row, and `attempts` here only covers our own failures (database away), not the receiver's.
  */
 export const webhookDeliveryJob = defineJob<WebhookDeliveryPayload>({

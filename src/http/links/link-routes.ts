@@ -66,7 +66,7 @@ function send(res: Response, page: LinkPage): void {
 }
 
 /**
- * Decision links (contract C11), served as HTML pages by the web process: GET shows the request
+ * Decision links (see docs/members-and-channels.md), served as HTML pages by the web process: GET shows the request
  * and a confirmation form, and changes nothing however often a mail scanner opens it; POST with
  * the page's nonce casts the vote. Every answer, errors included, is a page of its own.
  */

@@ -37,7 +37,7 @@ export const approvalReadQuerySchema = z.strictObject({
 
 export const approvalIdParamsSchema = z.object({ id: z.uuid() });
 
-/** Who approved or rejected (contract C3): a member, an API key, or the policy itself for an auto-approval. */
+/** Who approved or rejected (see docs/api.md): a member, an API key, or the policy itself for an auto-approval. */
 export const deciderSchema = z
   .discriminatedUnion('type', [
     z.object({ type: z.literal('user'), id: z.uuid(), email: z.string() }),
@@ -80,7 +80,7 @@ export const approvalViewSchema = z
   .meta({ id: 'ApprovalRequestView' });
 export type ApprovalView = z.output<typeof approvalViewSchema>;
 
-/** Query of GET /v1/approvals (contract C8). Unknown parameters are refused: a misspelt filter would list everything. */
+/** Query of GET /v1/approvals (see docs/api.md). Unknown parameters are refused: a misspelt filter would list everything. */
 export const approvalListQuerySchema = z
   .strictObject({
     status: z

@@ -61,7 +61,7 @@ export type TimeoutOutcome =
   { kind: 'settled'; status: Approval['status']; successorId: string | null } | { kind: 'not_due'; dueAt: Date } | { kind: 'not_pending' };
 
 /**
- * Who casts a vote and through which channel (contract C12): an API key through `api`, a member
+ * Who casts a vote and through which channel (see docs/policies.md): an API key through `api`, a member
  * through the console, an email link or Slack. A member's role is the one read for this request.
  */
 export interface Voter {
@@ -127,8 +127,8 @@ export class ApprovalService {
   }
 
   /**
-   * The free-tier check that runs before the body is validated (contract C2 orders 402 before
-   * 422). A replay of a known idempotency key is let through: it creates nothing.
+   * The free-tier check that runs before the body is validated (402 comes before
+   * 422; see docs/api.md). A replay of a known idempotency key is let through: it creates nothing.
    * Creation enforces the limit again atomically; this check only decides what to answer first.
    */
   async assertCreationAllowed(tenant: Tenant, idempotencyKey: unknown): Promise<void> {
@@ -195,7 +195,7 @@ export class ApprovalService {
     outboxSignal.notify();
   }
 
-  /** A page of the organization's approvals, newest first (contract C8). */
+  /** A page of the organization's approvals, newest first (see docs/api.md). */
   async list(tenant: Tenant, query: ApprovalListQuery): Promise<{ approvals: ApprovalView[]; nextCursor: string | null }> {
     const { status, cursor, ...filters } = query;
     const after = cursor === undefined ? undefined : decodeListCursor(cursor);

@@ -19,8 +19,8 @@ export interface DeadlineWatcherOptions {
 
 /**
  * Hands each pending approval to the expiry queue once its deadline has passed by the database's
- * clock, instead of a delayed job per approval enqueued at its creation, which cost a quarter of a
- * pending creation's work (README, "Deadline-driven expiry"). It sleeps until the next deadline,
+ * clock, instead of a delayed job per approval enqueued at its creation, which was a large share
+ * of a pending creation's work (see docs/operations.md, "Asynchronous work"). It sleeps until the next deadline,
  * or at most `maxWaitMs`.
  *
  * Every worker with the approval-expiry role runs one: the job id (`expire-<id>`) makes several

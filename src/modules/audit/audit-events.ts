@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
-/** Every audit event type of contracts C6 and C9. */
+/** Every audit event type (see docs/audit.md). */
 export const AUDIT_EVENT_TYPES = [
   'approval.created',
   'approval.approved',
@@ -24,7 +24,7 @@ export const AUDIT_EVENT_TYPES = [
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
-/** The approval webhook event types of spec section 6; each is also an audit event type. */
+/** The approval webhook event types (see docs/webhooks.md); each is also an audit event type. */
 export const APPROVAL_WEBHOOK_TYPES = [
   'approval.approved',
   'approval.rejected',
@@ -34,7 +34,7 @@ export const APPROVAL_WEBHOOK_TYPES = [
 ] as const satisfies readonly AuditEventType[];
 export type ApprovalWebhookType = (typeof APPROVAL_WEBHOOK_TYPES)[number];
 
-/** A signed checkpoint of the audit chain (contract C14): a domain event, not an audit event. */
+/** A signed checkpoint of the audit chain (see docs/audit.md): a domain event, not an audit event. */
 export const CHECKPOINT_EVENT_TYPE = 'audit.checkpoint';
 
 /** Every type a webhook endpoint can subscribe to. */
@@ -52,7 +52,7 @@ export const GENESIS_HASH = '0'.repeat(64);
  */
 export type Actor = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string } | { type: 'system'; id: string };
 
-/** The body POSTed to webhook endpoints (spec 2.6), fixed when the state change commits. */
+/** The body POSTed to webhook endpoints (see docs/webhooks.md), fixed when the state change commits. */
 export interface WebhookEventBody {
   id: string;
   type: ApprovalWebhookType;
@@ -67,7 +67,7 @@ export interface WebhookEventBody {
     agent: string | null;
     policyKey: string;
     payloadHash: string;
-    /** Who approved or rejected (contract C8); null for expiry, escalation and orphan events. */
+    /** Who approved or rejected (see docs/api.md); null for expiry, escalation and orphan events. */
     decidedBy: { type: string; id: string; email?: string } | null;
     escalatedTo?: string;
   };

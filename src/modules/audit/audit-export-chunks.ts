@@ -26,8 +26,8 @@ function chunkTupleHead(id: string, piece: ExportPiece): Buffer {
  * (`audit_export_chunks`, compressed with lz4 by TOAST). A piece goes in by a binary `COPY FROM
  * STDIN` in the transaction that saves the export's progress, so chunks and progress never
  * disagree. COPY streams the piece's own bytes to the socket: as a bind parameter, `pg` would copy
- * each piece into a protocol buffer of its own, garbage outside V8's heap that piled up to some
- * 64 MB before a collection freed it. A download reads one chunk at a time through the pool, so
+ * each piece into a protocol buffer of its own, garbage outside V8's heap that piled up for a
+ * while before a collection freed it. A download reads one chunk at a time through the pool, so
  * memory stays flat whatever the size.
  */
 export class AuditExportChunks implements AuditExportStorage {

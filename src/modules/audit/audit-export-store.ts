@@ -32,8 +32,8 @@ const COLUMNS = `id, status, filters, row_count AS "rowCount", byte_size AS "byt
 
 /**
  * Bulk audit exports of one organization; every query is scoped to it. Plain SQL rather than
- * Prisma: a worker running only the export queue then never loads Prisma's query compiler
- * (measured at about 80 MB of RSS), which keeps it well under its memory budget.
+ * Prisma: a worker running only the export queue then never loads Prisma's query compiler,
+ * whose memory would take much of that worker's budget.
  */
 export class AuditExportStore {
   constructor(

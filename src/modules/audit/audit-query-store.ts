@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Sql } from '../../data/database.js';
 import type { AuditFilters } from './audit-schemas.js';
 
-/** An event as exported (contract C6): `createdAt` and `data` are the exact text the hash covers. */
+/** An event as exported (see docs/audit.md): `createdAt` and `data` are the exact text the hash covers. */
 export interface AuditEventRow {
   seq: string;
   createdAt: string;
@@ -56,7 +56,7 @@ export function auditExportSelectSql(orgId: string, { filters, afterSeq, through
 }
 
 /**
- * `COPY (...) TO STDOUT` of a selection as CSV, with the contract's header unless the run goes on
+ * `COPY (...) TO STDOUT` of a selection as CSV, with the header of docs/audit.md unless the run goes on
  * from an earlier one. COPY takes no bind parameters, hence the literals (the values are validated
  * before they get here).
  */

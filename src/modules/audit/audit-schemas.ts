@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
 import { AUDIT_EVENT_TYPES } from './audit-events.js';
 
-/** The CSV columns of contract C6, in order; also the keys of an exported event. */
+/** The CSV columns of docs/audit.md, in order; also the keys of an exported event. */
 export const AUDIT_CSV_COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'] as const;
 
 const instantSchema = (label: string) =>
@@ -89,7 +89,7 @@ export const verificationSchema = z
     brokenAtSeq: z.number().int().nullable().meta({
       description: 'First bad or missing seq, or the seq of the first signed checkpoint the chain contradicts; null when intact.',
     }),
-    checkpoints: z.number().int().meta({ description: 'Signed checkpoints checked against the chain (contract C14).' }),
+    checkpoints: z.number().int().meta({ description: 'Signed checkpoints checked against the chain (see docs/audit.md).' }),
   })
   .meta({ id: 'AuditVerification' });
 export type Verification = z.output<typeof verificationSchema>;

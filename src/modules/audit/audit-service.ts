@@ -95,7 +95,7 @@ export class AuditService {
    * ordered pass that recomputes every hash (see `ag_verify_audit_range`), so no event crosses
    * the network and a long chain is checked on several cores at once. Then every signed
    * checkpoint up to the head: a chain rewritten consistently, hashes and head included, still
-   * contradicts what was signed before (contract C14).
+   * contradicts what was signed before (see docs/audit.md).
    */
   async verify(orgId: string): Promise<Verification> {
     const queries = this.queries(orgId);
@@ -240,9 +240,9 @@ export function toEventView(row: AuditEventRow): AuditEventView {
   };
 }
 
-/** The page as CSV: the columns of contract C6, `data` as the stored (compact, canonical) JSON. */
+/** The page as CSV: the columns of docs/audit.md, `data` as the stored (compact, canonical) JSON. */
 /**
- * The page as CSV: the columns of contract C6, `data` as the stored (compact, canonical) JSON.
+ * The page as CSV: the columns of docs/audit.md, `data` as the stored (compact, canonical) JSON.
  * Checkpoints, when asked for, are rows of type `audit.checkpoint` right after the event at their
  * seq: `createdAt` the signing time, `actor` empty, `data` the whole checkpoint, `hash` the signed hash.
  */

@@ -30,7 +30,7 @@ export class RetiredSigningKeyError extends Error {
 }
 
 /**
- * Signed checkpoints of organizations' audit chains (contract C14). A checkpoint states, under
+ * Signed checkpoints of organizations' audit chains (see docs/audit.md). A checkpoint states, under
  * an Ed25519 key kept outside the database (AUDIT_SIGNING_KEY), the hash of the chain at a seq;
  * its copies leave the database as `audit.checkpoint` webhooks, so an operator who rewrites a
  * chain consistently, hashes and head included, still contradicts what was signed before.

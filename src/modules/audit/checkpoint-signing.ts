@@ -1,4 +1,4 @@
-// The signed bytes of an audit checkpoint (contract C14), shared by the service that signs and
+// The signed bytes of an audit checkpoint (see docs/audit.md), shared by the service that signs and
 // by the standalone verifier (src/cli/verify-audit-export.ts), so the two cannot disagree. Only
 // node:crypto and an RFC 8785 implementation: an auditor can read it in full.
 import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';

@@ -33,7 +33,7 @@ function isSettledByDecision(approval: ApprovalView): boolean {
 }
 
 /**
- * Decision links of contract C11: `PUBLIC_URL/d/<token>`, one approval, one member, one verdict,
+ * Decision links (see docs/members-and-channels.md): `PUBLIC_URL/d/<token>`, one approval, one member, one verdict,
  * valid until the approval's deadline and used once. Opening one changes nothing; confirming it
  * casts the member's vote through the one decide path (channel `email`).
  */

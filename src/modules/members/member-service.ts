@@ -12,14 +12,14 @@ import { hashPassword, verifyPassword } from './passwords.js';
 
 const HOUR_MS = 3_600_000;
 
-/** Contract C9: invites last 7 days; sessions end after 12 idle hours and 7 days at most. */
+/** Invites last 7 days; sessions end after 12 idle hours and 7 days at most (see docs/members-and-channels.md). */
 export const INVITE_TTL_MS = 7 * 24 * HOUR_MS;
 export const SESSION_IDLE_MS = 12 * HOUR_MS;
 export const SESSION_MAX_MS = 7 * 24 * HOUR_MS;
 /** Ten failed sign-ins for one email within fifteen minutes close it until the window passes. */
 export const SIGN_IN_FAILURE_LIMIT = 10;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
-/** A link sent to an unlinked Slack user works once, for 15 minutes (contract C11). */
+/** A link sent to an unlinked Slack user works once, for 15 minutes (see docs/members-and-channels.md). */
 export const SLACK_LINK_TTL_MS = 15 * 60_000;
 /** Last use is written at most this often, not on every request. */
 const SESSION_TOUCH_INTERVAL_MS = 60_000;
@@ -35,7 +35,7 @@ export interface SignedIn extends SessionView {
   expiresAt: Date;
 }
 
-/** Members of an organization, their invites and sessions (contract C9). */
+/** Members of an organization, their invites and sessions (see docs/members-and-channels.md). */
 export class MemberService {
   private readonly store: MemberStore;
 

@@ -191,7 +191,7 @@ export class MemberStore {
     await this.sql.query('sign-in-failure', 'INSERT INTO sign_in_failures (email_key) VALUES ($1)', [emailKey]);
   }
 
-  /** The member a Slack identity is linked to (contract C11: never matched by email). */
+  /** The member a Slack identity is linked to (never matched by email; see docs/members-and-channels.md). */
   findBySlackIdentity(orgId: string, teamId: string, userId: string): Promise<Member | null> {
     return this.db.member.findFirst({ where: { orgId, slackTeamId: teamId, slackUserId: userId } });
   }

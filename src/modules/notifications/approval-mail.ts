@@ -9,7 +9,7 @@ export interface ApprovalMailInput {
   links: DecisionLinks & { console: string; settings: string };
 }
 
-/** The mail that asks a member to decide (contract C11): text and HTML, every value escaped in the HTML. */
+/** The mail that asks a member to decide (see docs/members-and-channels.md): text and HTML, every value escaped in the HTML. */
 export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailMessage, 'to'> {
   const payload = shownPayload(approval.payload);
   const agent = approval.agent ?? '(not given)';

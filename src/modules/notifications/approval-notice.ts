@@ -1,6 +1,6 @@
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 
-/** Payloads are shown up to this many bytes of pretty-printed JSON in a notice (contract C11). */
+/** Payloads are shown up to this many bytes of pretty-printed JSON in a notice (see docs/members-and-channels.md). */
 export const NOTICE_PAYLOAD_BYTES = 2048;
 
 /**

@@ -30,14 +30,14 @@ export interface PostedSlackMessage {
 /**
  * approval_notifications: who was told about which approval on which channel. A notice is
  * claimed (a committed row) before it is sent, so that no second sender, retry or worker can send
- * it again; see the README's "Reaching reviewers" for what that guarantees around a crash.
+ * it again; see docs/members-and-channels.md for what that guarantees around a crash.
  */
 export class NotificationStore {
   constructor(private readonly sql: Sql) {}
 
   /**
    * The organization's members entitled to decide the approval through `channel` while it is
-   * pending, asked of ag_decision_refusal: the one definition of who may decide (contract C12).
+   * pending, asked of ag_decision_refusal: the one definition of who may decide (see docs/policies.md).
    * Empty once the approval is settled or past its deadline.
    */
   entitledMembers(orgId: string, approvalId: string, channel: NotificationChannel): Promise<EntitledMember[]> {

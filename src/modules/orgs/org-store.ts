@@ -11,8 +11,8 @@ export class OrgStore {
   /**
    * Every request reads its key's grant: reads that arrive while the previous one runs share the
    * next statement (up to 200), so a burst of requests does not queue a query each on the pool.
-   * One statement at a time: with four, most reads went alone, a round trip each, and the
-   * creations' CPU per request was a fifth higher (bench:creation, 100 organizations).
+   * One statement at a time: with four, most reads went alone, a round trip each, which cost
+   * creations more CPU per request.
    */
   private readonly keyGrants = new GroupCommit<Buffer, KeyGrant | null>(
     async (hashes) => {

@@ -33,7 +33,7 @@ const VIEWER_SCOPES = [
   'members:read',
 ] as const satisfies readonly Scope[];
 
-/** What a signed-in member may do, as if holding an API key with these scopes (contract C9). */
+/** What a signed-in member may do, as if holding an API key with these scopes (see docs/members-and-channels.md). */
 export const ROLE_SCOPES: Record<MemberRole, ReadonlySet<Scope>> = {
   viewer: new Set(VIEWER_SCOPES),
   reviewer: new Set([...VIEWER_SCOPES, 'approvals:decide']),

@@ -13,6 +13,6 @@ export interface DomainEvent {
   seq: number | null;
   actor: Actor | null;
   createdAt: Date;
-  /** The audit event's data: what changed, and the ids of what it changed (contract C6). */
+  /** The audit event's data: what changed, and the ids of what it changed (see docs/audit.md). */
   data: Record<string, unknown>;
 }

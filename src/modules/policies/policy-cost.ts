@@ -57,7 +57,7 @@ const RE2_INSTRUCTIONS_PER_CHARACTER = 2;
 const RE2_MAX_REPETITION = 1_000;
 const RE2_COMPILE_STEPS_PER_INSTRUCTION = 50;
 /**
- * Building an error (with its stack) costs about 7 µs. Comprehensions and `&&`, `||` absorb
+ * Building an error (with its stack) costs as much as many steps. Comprehensions and `&&`, `||` absorb
  * errors and carry on, so each of their iterations or operands may pay for one.
  */
 const ERROR_STEPS = 1_500;

@@ -2,12 +2,12 @@ import { Environment, type ASTNode } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
 
 /**
- * The CEL dialect of policy rules: the variables of contract C4, and `matches` with RE2 semantics
+ * The CEL dialect of policy rules: the variables of docs/policies.md, and `matches` with RE2 semantics
  * as the CEL specification prescribes. Shared by the API process, which evaluates cheap rules
  * inline, and the evaluation worker threads, which run the rest under a time limit.
  */
 
-/** The variables a rule can read (contract C4). */
+/** The variables a rule can read (see docs/policies.md). */
 export interface RuleInput {
   action: string;
   payload: Record<string, unknown>;
@@ -45,7 +45,7 @@ function boundedCache<V>(create: (key: string) => V): (key: string) => V {
 /**
  * Compiled RE2 programs by pattern; a pattern RE2 refuses is cached as its error message.
  * Compiling takes time linear in the program, which repetition counts can make 1,000 times the
- * pattern (about 1.5 s for 4,500 characters here), so it only happens during evaluation, which
+ * pattern, long enough to hold the event loop, so it only happens during evaluation, which
  * is bounded, or in an evaluation worker.
  */
 const compileRegex = boundedCache((pattern: string): RE2JS | string => {

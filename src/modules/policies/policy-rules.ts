@@ -28,7 +28,7 @@ export const DEFAULT_EVALUATION_LIMITS: EvaluationLimits = {
 };
 
 /**
- * Evaluates policies within bounds (see the README, "Limits and hostile input"). Every rule's work
+ * Evaluates policies within bounds (see docs/policies.md, "Bounds on evaluation"). Every rule's work
  * is bounded before it runs (policy-cost.ts): rules that are cheap for this input run inline, the
  * others on a worker thread under a hard time limit, and a rule over the budget does not run at
  * all. Whatever stops an evaluation fails closed to `review`, with the reason.

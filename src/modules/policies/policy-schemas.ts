@@ -15,7 +15,7 @@ export const policyRuleSchema = z
   })
   .strict();
 
-/** Where a decision may come from: an API key, a console session, an email link, Slack (contract C12). */
+/** Where a decision may come from: an API key, a console session, an email link, Slack (see docs/policies.md). */
 export const DECISION_CHANNELS = ['api', 'console', 'email', 'slack'] as const;
 export type DecisionChannel = (typeof DECISION_CHANNELS)[number];
 
@@ -78,7 +78,7 @@ export const policyListSchema = z.object({ policies: z.array(policyViewSchema) }
 
 export const policyKeyParamsSchema = z.object({ key: policyKey('key') });
 
-/** A request to try against a policy, stored or drafted, without creating anything (contract C12). */
+/** A request to try against a policy, stored or drafted, without creating anything (see docs/policies.md). */
 export const policyEvaluationInputSchema = z
   .strictObject({
     action: storableString('action').min(1).max(200),

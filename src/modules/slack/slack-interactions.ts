@@ -41,7 +41,7 @@ export interface InteractionAnswer {
 }
 
 /**
- * Buttons pressed and modals submitted in Slack (contract C11). The request is verified before
+ * Buttons pressed and modals submitted in Slack (see docs/members-and-channels.md). The request is verified before
  * anything of it is read; the Slack user acts as the member their Slack identity is linked to
  * (never matched by email); every vote goes through ApprovalService.decide with channel `slack`.
  * Only database work happens before the answer; messages to the user leave from a job.

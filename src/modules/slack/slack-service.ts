@@ -33,7 +33,7 @@ export interface SlackOptions {
 /** Each sealed value is bound to its organization and field: copied elsewhere, it does not open. */
 const sealContext = (orgId: string, field: 'botToken' | 'signingSecret') => `slack:${orgId}:${field}`;
 
-/** Slack workspaces connected to organizations (contract C11); their secrets never leave this class. */
+/** Slack workspaces connected to organizations (see docs/members-and-channels.md); their secrets never leave this class. */
 export class SlackService {
   constructor(
     private readonly db: Database,
@@ -95,7 +95,7 @@ export class SlackService {
   }
 
   /**
-   * The connected workspaces whose signing secret signed this request (contract C11): the
+   * The connected workspaces whose signing secret signed this request (see docs/members-and-channels.md): the
    * timestamp first (stale: none), then each organization's secret against the signature, in
    * constant time. Nothing of the body is read before this; an empty answer is a 401.
    */

@@ -1,5 +1,5 @@
 /**
- * Contract C5's retry schedule: the wait after attempt n (1-based) before attempt n + 1.
+ * The retry schedule of docs/webhooks.md: the wait after attempt n (1-based) before attempt n + 1.
  * Ten attempts in all over about three days.
  */
 const BACKOFF_SECONDS = [10, 60, 300, 1_800, 7_200, 21_600, 43_200, 86_400, 86_400] as const;
@@ -25,5 +25,5 @@ export function nextAttemptDelay(
   return Math.max(jittered, Math.min(retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
 }
 
-/** An endpoint whose every delivery has failed for this long is disabled (contract C5). */
+/** An endpoint whose every delivery has failed for this long is disabled (see docs/webhooks.md). */
 export const FAILING_ENDPOINT_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;

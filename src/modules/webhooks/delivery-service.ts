@@ -40,7 +40,7 @@ export type FirstAttemptsOutcome = Partial<Record<AttemptOutcome | 'requeued', n
 /** The holder of an attempt's endpoint slot: the attempt, and the run of the job that makes it. */
 export const slotHolder = (deliveryId: string, attempt: number, token: string | undefined) => `${deliveryId}-${attempt}:${token ?? ''}`;
 
-/** Delivers webhooks one attempt at a time, with the retry schedule of contract C5. */
+/** Delivers webhooks one attempt at a time, with the retry schedule of docs/webhooks.md. */
 export class DeliveryService {
   private readonly attempts: Semaphore;
 

@@ -1,5 +1,5 @@
 /**
- * The helper receivers use to check an Approval Gate delivery (spec section 5, items 7 and 8).
+ * The helper receivers use to check an Approval Gate delivery (see docs/webhooks.md, "Verifying a delivery").
  * Published as `approval-gate/verify-webhook`: it imports only node:crypto (and types), so keep it so.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';

@@ -4,9 +4,9 @@ import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError, type ResolvedAddress } from './webhook-url-guard.js';
 
-/** Contract C5: response bodies are kept for the deliveries log, truncated to 20 KB. */
+/** Response bodies are kept for the deliveries log, truncated to 20 KB (see docs/webhooks.md). */
 export const MAX_RESPONSE_BODY_BYTES = 20 * 1024;
-/** Contract C5: a 429's `Retry-After` is honoured up to 24 h. */
+/** A 429's `Retry-After` is honoured up to 24 h (see docs/webhooks.md). */
 export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
 
 export interface SendWebhookInput {
@@ -40,7 +40,7 @@ export interface AttemptResult {
 }
 
 /**
- * Performs ONE delivery attempt (contract C5): POST, no redirects followed (a 3xx is a failure),
+ * Performs ONE delivery attempt (see docs/webhooks.md): POST, no redirects followed (a 3xx is a failure),
  * success is a 2xx. The host is resolved and checked by the SSRF guard, and the connection goes
  * only to an address the guard returned (the socket's lookup is pinned to them; nothing
  * re-resolves), while the URL's hostname is kept for the Host header, TLS SNI and the

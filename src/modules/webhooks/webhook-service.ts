@@ -18,7 +18,7 @@ import { generateWebhookSecret } from './webhook-secrets.js';
 import { WebhookStore, type DeliveryWithAttempts, type WebhookEndpoint } from './webhook-store.js';
 import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError } from './webhook-url-guard.js';
 
-/** How long the replaced secret still signs deliveries after a rotation (contract C5). */
+/** How long the replaced secret still signs deliveries after a rotation (see docs/webhooks.md). */
 const PREVIOUS_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
 
 export interface WebhookAfterCommit {

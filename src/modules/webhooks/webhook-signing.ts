@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 
-/** Sent on every delivery (contract C5: a user-agent naming the service). */
+/** Sent on every delivery (a user-agent naming the service; see docs/webhooks.md). */
 export const WEBHOOK_USER_AGENT = 'ApprovalGate-Webhooks/1.0 (+approval-gate webhook delivery)';
 
-/** `whsec_` + standard base64 (contract C5: of 32 random bytes). */
+/** `whsec_` + standard base64 (of 32 random bytes; see docs/webhooks.md). */
 const SECRET_FORMAT = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
 
 export interface SignDeliveryInput {
@@ -23,7 +23,7 @@ export interface SignDeliveryInput {
 export type WebhookDeliveryHeaders = {
   'content-type': 'application/json';
   'user-agent': string;
-  /** `v1=<hex>`, one per secret, space-separated, newest first (spec section 5). */
+  /** `v1=<hex>`, one per secret, space-separated, newest first (see docs/webhooks.md). */
   'x-service-signature': string;
   'x-service-timestamp': string;
   'x-service-webhook-id': string;
@@ -35,8 +35,7 @@ export type WebhookDeliveryHeaders = {
 };
 
 /**
- * Signs one delivery attempt for both verification schemes of contract C5: ours (spec section 5,
- * keyed by the UTF-8 bytes of the whole `whsec_…` string, byte-for-byte Stripe's scheme) and
+ * Signs one delivery attempt for both verification schemes of docs/webhooks.md: ours (keyed by the UTF-8 bytes of the whole `whsec_…` string, byte-for-byte Stripe's scheme) and
  * Standard Webhooks (keyed by the base64-decoded part after `whsec_`). With two secrets (rotation)
  * each header carries two signatures, so a receiver holding either secret verifies.
  */

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * The SSRF guard of contract C5: webhook URLs must be absolute http(s) URLs whose host resolves
+ * The SSRF guard (see docs/webhooks.md): webhook URLs must be absolute http(s) URLs whose host resolves
  * only to public addresses. Checked at registration and again at every delivery (DNS can change).
  *
  * An address is public when ipaddr.js classifies it as plain `unicast`: every special-purpose
