@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { readChain } from './support/audit-chain.js';
 import { createMember } from './support/members.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -14,7 +15,14 @@ describe('API keys over the API', () => {
       .send({ name: 'ci', scopes: ['approvals:read'] })
       .expect(201);
     expect(created.body).toEqual({
-      key: { id: expect.any(String), name: 'ci', scopes: ['approvals:read'], createdAt: expect.stringMatching(/Z$/), revokedAt: null },
+      key: {
+        id: expect.any(String),
+        name: 'ci',
+        scopes: ['approvals:read'],
+        owner: { type: 'user', id: admin.id },
+        createdAt: expect.stringMatching(/Z$/),
+        revokedAt: null,
+      },
       secret: expect.stringMatching(/^agk_[A-Za-z0-9_-]{43}$/),
     });
     const bearer = (path: string) => env.http.get(path).set('authorization', `Bearer ${created.body.secret}`);
@@ -29,6 +37,20 @@ describe('API keys over the API', () => {
     await bearer('/v1/approvals').expect(401);
     const after = await admin.request('get', '/v1/keys').expect(200);
     expect(after.body.keys.find((key: { id: string }) => key.id === created.body.key.id).revokedAt).not.toBeNull();
+
+    // Both are in the audit chain, with whoever did them; revoking again changes nothing and audits nothing.
+    await admin.request('delete', `/v1/keys/${created.body.key.id}`).expect(204);
+    const chain = (await readChain(env.services.db, org.orgId)).filter((event) => event.data.keyId === created.body.key.id);
+    expect(chain.map((event) => [event.type, JSON.parse(event.actor)])).toEqual([
+      ['key.created', { type: 'user', id: admin.id }],
+      ['key.revoked', { type: 'user', id: admin.id }],
+    ]);
+    expect(chain[0]!.data).toEqual({
+      keyId: created.body.key.id,
+      name: 'ci',
+      scopes: ['approvals:read'],
+      owner: { type: 'user', id: admin.id },
+    });
   });
 
   it('never grants a scope the caller does not hold', async () => {

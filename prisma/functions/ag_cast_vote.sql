@@ -1,10 +1,12 @@
 -- Records one voter's vote on a pending approval and settles it when the vote decides (see
 -- docs/policies.md): one reject vote rejects at once; approve votes from distinct voters approve once they
--- reach the approval's quorum. The approval row is locked for the whole call, so concurrent votes
--- are counted one after another: none is lost, and only one can settle. Returns 'recorded' (a vote
--- under quorum: p_recorded_events appended), 'settled' (p_settlement applied, p_settled_events
--- appended), 'not_pending' (settled, expired or past its deadline), 'duplicate_voter', or the
--- refusal of ag_decision_refusal. The chain head is taken first, as on every write path.
+-- reach the approval's quorum. A voter is a principal, not a credential (ag_principal_key): a
+-- member votes once, whether through the console, a link, Slack or any key they own. The approval
+-- row is locked for the whole call, so concurrent votes are counted one after another: none is
+-- lost, and only one can settle. Returns 'recorded' (a vote under quorum: p_recorded_events
+-- appended), 'settled' (p_settlement applied, p_settled_events appended), 'not_pending' (settled,
+-- expired or past its deadline), 'duplicate_voter', or the refusal of ag_decision_refusal. The
+-- chain head is taken first, as on every write path.
 CREATE OR REPLACE FUNCTION ag_cast_vote(
   p_org uuid, p_id uuid, p_voter jsonb, p_channel text, p_vote jsonb,
   p_recorded_events jsonb, p_settlement jsonb, p_settled_events jsonb)
@@ -30,7 +32,7 @@ BEGIN
   END IF;
 
   INSERT INTO approval_votes (approval_id, voter_key, voter, verdict, feedback, channel, created_at)
-  VALUES (p_id, (p_voter->>'type') || ':' || (p_voter->>'id'), p_vote->'by', p_vote->>'verdict', p_vote->>'feedback',
+  VALUES (p_id, ag_principal_key(p_voter), p_vote->'by', p_vote->>'verdict', p_vote->>'feedback',
           p_channel, (p_vote->>'at')::timestamptz)
   ON CONFLICT (approval_id, voter_key) DO NOTHING;
   IF NOT FOUND THEN

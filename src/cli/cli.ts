@@ -72,7 +72,8 @@ const commands = {
     run: async ({ orgs, members }: CliServices, args: { org: string; email: string; role: (typeof ROLES)[number]; name?: string }) => {
       await orgs.requireOrganization(args.org);
       const { member, inviteUrl } = await members.create(
-        { orgId: args.org, actor: { type: 'system', id: 'cli' } },
+        // Whoever runs the CLI holds every scope: it makes the first admin.
+        { orgId: args.org, actor: { type: 'system', id: 'cli' }, scopes: new Set(SCOPES) },
         { email: args.email, role: args.role, ...(args.name ? { name: args.name } : {}) },
       );
       return { id: member.id, inviteUrl };

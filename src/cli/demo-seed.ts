@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Services } from '../services.js';
-import type { Scope, Tenant } from '../modules/orgs/tenant.js';
+import { SCOPES, type Scope, type Tenant } from '../modules/orgs/tenant.js';
 import { policyDocumentSchema } from '../modules/policies/policy-schemas.js';
 
 const DEMO_ORG = 'Demo organization';
@@ -77,9 +77,12 @@ async function seedDemo(services: Services): Promise<Demo> {
     plan: 'pro',
     scopes: new Set(),
     actor: system,
-    principal: { type: 'api_key', keyId: agentKey.id },
+    principal: { type: 'api_key', keyId: agentKey.id, owner: null },
   });
-  const { inviteUrl } = await services.members.create({ orgId, actor: system }, { email: DEMO_ADMIN, role: 'admin', name: 'Demo admin' });
+  const { inviteUrl } = await services.members.create(
+    { orgId, actor: system, scopes: new Set(SCOPES) },
+    { email: DEMO_ADMIN, role: 'admin', name: 'Demo admin' },
+  );
   const password = randomBytes(12).toString('base64url');
   await services.members.acceptInvite({ token: new URL(inviteUrl).pathname.split('/').pop()!, password });
   return { orgId, agentKey, reviewerKey, admin: { email: DEMO_ADMIN, password } };

@@ -14,6 +14,7 @@ export type { ApprovalFeedEvent } from '../modules/approvals/approval-feed.js';
 export type { AuditEventType, WebhookEventType } from '../modules/audit/audit-events.js';
 export type { DecisionChannel } from '../modules/policies/policy-schemas.js';
 export type { MemberRole, Scope } from '../modules/orgs/tenant.js';
+export type { KeyOwner } from '../modules/orgs/key-owner-schema.js';
 
 export type * from './approval-types.js';
 

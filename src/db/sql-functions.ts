@@ -40,7 +40,7 @@ const SAME_SIGNATURE_REQUIRED = new Set(['42P13', '42725']); // invalid_function
 
 /**
  * Brings the database's functions in line with the files, in one transaction: each is created or
- * replaced; one whose arguments or return type changed is dropped and created again; and any other
+ * replaced (in any order: see check_function_bodies below); one whose arguments or return type changed is dropped and created again; and any other
  * `ag_` function (a removed one, or an overload left by a changed signature) is dropped. Concurrent
  * releases are serialized by an advisory lock.
  */
@@ -50,6 +50,9 @@ export async function applySqlFunctions(databaseUrl: string, functions: readonly
   try {
     await client.query('BEGIN');
     await client.query("SELECT pg_advisory_xact_lock(hashtext('approval-gate:sql-functions'))");
+    // A function may call one whose file comes later (ag_decision_refusal calls ag_principal_of):
+    // bodies are checked when called, as pg_dump's restores do, not in the files' order.
+    await client.query('SET LOCAL check_function_bodies = off');
     for (const fn of functions) {
       await client.query('SAVEPOINT replace_function');
       try {

@@ -327,6 +327,36 @@ describe('who may do what', () => {
     await context.close();
   });
 
+  it('a vote through a key the member owns is theirs: not in their inbox, no decide controls, the vote names the key and them', async () => {
+    const { org, admin, reviewer } = await organization();
+    await org
+      .request('put', '/v1/policies/refunds')
+      .send({ ...POLICY, quorum: 2 })
+      .expect(200);
+    const approval = await createApproval(org, 'voted-by-key');
+    const minted = await admin
+      .request('post', '/v1/keys')
+      .send({ scopes: ['approvals:decide'] })
+      .expect(201);
+    await env.http
+      .post(`/v1/approvals/${approval.id}/decision`)
+      .set('authorization', `Bearer ${minted.body.secret}`)
+      .send({ verdict: 'approved' })
+      .expect(200);
+
+    const { context, page } = await signIn(browser, env, admin);
+    await page.getByRole('heading', { name: 'Inbox' }).waitFor();
+    // The reviewer's inbox has it: the admin's has not.
+    expect((await reviewer.request('get', '/v1/approvals?decidable=true').expect(200)).body.approvals).toHaveLength(1);
+    await page.getByText('Nothing waits for your decision.').waitFor();
+    await page.goto(`/console/approvals/${approval.id}`);
+    await page.getByRole('heading', { name: 'voted-by-key' }).waitFor();
+    await page.getByText(`API key ${minted.body.key.id.slice(0, 8)} (of member ${admin.id.slice(0, 8)}): approved`).waitFor();
+    expect(await page.getByRole('heading', { name: 'Decide' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /Approve|Reject|Edit payload/ }).count()).toBe(0);
+    await context.close();
+  });
+
   it("a removed member's open console goes back to sign-in at its next request", async () => {
     const { org, reviewer } = await organization();
     const { context, page } = await signIn(browser, env, reviewer);
@@ -438,7 +468,7 @@ describe('policies', () => {
 
 describe('administration', () => {
   it('creates an API key shown once, which works until it is revoked', async () => {
-    const { admin } = await organization();
+    const { org, admin } = await organization();
     const { context, page } = await signIn(browser, env, admin);
     await page.getByRole('link', { name: 'API keys' }).click();
     const form = page.getByRole('form', { name: 'New API key' });
@@ -449,6 +479,17 @@ describe('administration', () => {
     await env.http.get('/v1/approvals').set('authorization', `Bearer ${secret}`).expect(200);
     await page.getByRole('button', { name: 'I have copied it' }).click();
     expect(await page.getByLabel('API key nightly-agent').count()).toBe(0);
+    // The key made in the console is the admin's; the CLI's keys are service keys.
+    const row = page.getByRole('row').filter({ hasText: 'nightly-agent' });
+    expect(await row.getByRole('cell').nth(2).textContent()).toBe('you');
+    expect(
+      await page
+        .getByRole('row')
+        .filter({ hasText: org.keyId.slice(0, 8) })
+        .getByRole('cell')
+        .nth(2)
+        .textContent(),
+    ).toBe('service key');
 
     await page.getByRole('button', { name: 'Revoke key nightly-agent' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();

@@ -1,4 +1,4 @@
-import type { Decider } from '../../client/api-types';
+import type { Decider, KeyOwner } from '../../client/api-types';
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
@@ -27,8 +27,14 @@ export function formatDuration(ms: number): string {
 export function describeDecider(decider: Decider | null): string {
   if (!decider) return '—';
   if (decider.type === 'user') return decider.email;
-  if (decider.type === 'api_key') return `API key ${decider.id.slice(0, 8)}`;
+  if (decider.type === 'api_key')
+    return `API key ${decider.id.slice(0, 8)}${decider.owner ? ` (of ${describeKeyOwner(decider.owner)})` : ''}`;
   return `policy ${decider.id}`;
+}
+
+/** Whose a key is: a member's or a service key's (a key without an owner is a service key). */
+export function describeKeyOwner(owner: KeyOwner): string {
+  return owner.type === 'user' ? `member ${owner.id.slice(0, 8)}` : `service key ${owner.id.slice(0, 8)}`;
 }
 
 /** The audit chain's actor string (`{"type":"user","id":"…"}`) in words. */

@@ -43,6 +43,8 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'member.created': true,
   'member.updated': true,
   'member.removed': true,
+  'key.created': true,
+  'key.revoked': true,
   'integration.updated': true,
   'integration.removed': true,
 });

@@ -44,7 +44,8 @@ export function ApprovalPage() {
   }
   if (!approval.data) return <p role="status">Loading…</p>;
   const view = approval.data;
-  const voted = view.votes.some((vote) => vote.by.type === 'user' && vote.by.id === member.id);
+  // A vote through a key the member owns is theirs too: they vote once, whatever the credential.
+  const voted = view.votes.some(({ by }) => (by.type === 'user' ? by.id : by.type === 'api_key' ? by.owner?.id : undefined) === member.id);
   const decidable = view.status === 'pending' && can('approvals:decide') && !voted;
   const verdict = history.data ? policyVerdictOf(history.data.events) : null;
 

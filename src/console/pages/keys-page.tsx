@@ -8,12 +8,12 @@ import { ProblemMessage } from '../components/problem-message';
 import { SecretOnce } from '../components/secret-once';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
-import { formatTime } from '../lib/format';
+import { describeKeyOwner, formatTime } from '../lib/format';
 import { DataTable } from '../components/data-table';
 
 /** The organization's API keys: created (the key shown once) and revoked. */
 export function KeysPage() {
-  const { can } = useMember();
+  const { can, member } = useMember();
   const keys = useResource(() => api.keys.list(), []);
   const [created, setCreated] = useState<ApiKeyCreated | null>(null);
   const [revoking, setRevoking] = useState<ApiKeyView | null>(null);
@@ -27,13 +27,20 @@ export function KeysPage() {
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
       <ProblemMessage error={keys.error} />
-      <DataTable label="API keys" columns={['Name', 'Scopes', 'Created', 'Status']}>
+      <DataTable label="API keys" columns={['Name', 'Scopes', 'Owner', 'Created', 'Status']}>
         {keys.data?.keys.map((key) => (
           <tr key={key.id}>
             <td>
               {key.name ?? '(unnamed)'} <span className="mono small">{key.id.slice(0, 8)}</span>
             </td>
             <td>{key.scopes.join(', ')}</td>
+            <td>
+              {key.owner === null
+                ? 'service key'
+                : key.owner.type === 'user' && key.owner.id === member.id
+                  ? 'you'
+                  : describeKeyOwner(key.owner)}
+            </td>
             <td>{formatTime(key.createdAt)}</td>
             <td>
               {key.revokedAt ? (

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { jsonObject, queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
+import { keyOwnerSchema } from '../orgs/key-owner-schema.js';
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -37,11 +38,20 @@ export const approvalReadQuerySchema = z.strictObject({
 
 export const approvalIdParamsSchema = z.object({ id: z.uuid() });
 
-/** Who approved or rejected (see docs/api.md): a member, an API key, or the policy itself for an auto-approval. */
+/**
+ * Who approved or rejected (see docs/api.md): a member, an API key (with its owner when it has one), or
+ * the policy itself for an auto-approval.
+ */
 export const deciderSchema = z
   .discriminatedUnion('type', [
     z.object({ type: z.literal('user'), id: z.uuid(), email: z.string() }),
-    z.object({ type: z.literal('api_key'), id: z.uuid() }),
+    z.object({
+      type: z.literal('api_key'),
+      id: z.uuid(),
+      owner: keyOwnerSchema
+        .optional()
+        .meta({ description: 'The member or service key the key belongs to, who voted through it; absent for a service key.' }),
+    }),
     z.object({ type: z.literal('policy'), id: z.string().meta({ description: 'The policy key.' }) }),
   ])
   .meta({ id: 'Decider' });

@@ -63,6 +63,8 @@ export type TimeoutOutcome =
 /**
  * Who casts a vote and through which channel (see docs/policies.md): an API key through `api`, a member
  * through the console, an email link or Slack. A member's role is the one read for this request.
+ * The database counts the vote as the principal's (a key's owner, see ag_principal_of), whatever
+ * credential cast it.
  */
 export interface Voter {
   actor: Extract<Actor, { type: 'api_key' | 'user' }>;
@@ -70,12 +72,12 @@ export interface Voter {
   channel: DecisionChannel;
 }
 
-/** The voter a caller of the API is: its key, or the member of its console session. */
+/** The voter a caller of the API is: its key (named with its owner), or the member of its console session. */
 export function voterOf(tenant: Tenant): Voter {
   const { principal } = tenant;
   return principal.type === 'session'
     ? { actor: { type: 'user', id: principal.memberId, email: principal.email }, role: principal.role, channel: 'console' }
-    : { actor: { type: 'api_key', id: principal.keyId }, channel: 'api' };
+    : { actor: { type: 'api_key', id: principal.keyId, ...(principal.owner ? { owner: principal.owner } : {}) }, channel: 'api' };
 }
 
 function voterRecord({ actor, role }: Voter): VoterRecord {

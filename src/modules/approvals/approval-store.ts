@@ -14,7 +14,7 @@ export type NewApproval = Omit<Approval, 'orgId'>;
 /** An approval as read: the row and its votes. */
 export type ApprovalRecord = Approval & { votes: Vote[] };
 
-/** Who votes, as the database's decision rules read it (see ag_decision_refusal). */
+/** Who votes, as the database's decision rules read it (see ag_decision_refusal): the credential, whose principal the database resolves. */
 export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };
 
 export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
@@ -105,10 +105,11 @@ export class ApprovalStore {
     if (listing.to) conditions.push(`created_at <= ${bind(listing.to)}`);
     if (listing.after) conditions.push(`(created_at, id) < (${bind(listing.after.createdAt)}, ${bind(listing.after.id)}::uuid)`);
     if (listing.decidableBy) {
-      const { voter, channel } = listing.decidableBy;
+      const { channel } = listing.decidableBy;
+      const voter = bind(JSON.stringify(listing.decidableBy.voter));
       conditions.push(
-        `status = 'pending' AND ag_decision_refusal(approvals, ${bind(JSON.stringify(voter))}::jsonb, ${bind(channel)}) IS NULL
-         AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = approvals.id AND v.voter_key = ${bind(`${voter.type}:${voter.id}`)})`,
+        `status = 'pending' AND ag_decision_refusal(approvals, ${voter}::jsonb, ${bind(channel)}) IS NULL
+         AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = approvals.id AND v.voter_key = ag_principal_key(${voter}::jsonb))`,
       );
     }
     const limit = bind(listing.limit);
@@ -151,11 +152,11 @@ export class ApprovalStore {
       `SELECT CASE
          WHEN a.status <> 'pending' OR a.expires_at <= clock_timestamp() THEN 'not_pending'
          ELSE coalesce(ag_decision_refusal(a, $3::jsonb, $4::text),
-                       CASE WHEN EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = a.id AND v.voter_key = $5)
+                       CASE WHEN EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = a.id AND v.voter_key = ag_principal_key($3::jsonb))
                             THEN 'duplicate_voter' END)
        END AS refusal
        FROM approvals a WHERE ${oneApproval('$1', '$2', 'a')}`,
-      [this.orgId, id, JSON.stringify(voter), channel, `${voter.type}:${voter.id}`],
+      [this.orgId, id, JSON.stringify(voter), channel],
     );
     return row ? row.refusal : 'not_pending';
   }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import type { KeyOwner } from '../orgs/key-owner-schema.js';
 
 /** Every audit event type (see docs/audit.md). */
 export const AUDIT_EVENT_TYPES = [
@@ -18,6 +19,8 @@ export const AUDIT_EVENT_TYPES = [
   'member.created',
   'member.updated',
   'member.removed',
+  'key.created',
+  'key.revoked',
   'approval.vote_recorded',
   'integration.updated',
   'integration.removed',
@@ -47,10 +50,12 @@ export type DomainEventType = AuditEventType | typeof CHECKPOINT_EVENT_TYPE;
 export const GENESIS_HASH = '0'.repeat(64);
 
 /**
- * Who caused an event: an API key, a member (whose email is shown as `decidedBy` but is not part
- * of the audited actor), or a worker acting on its own schedule.
+ * Who caused an event: an API key (with the owner of a key made with POST /v1/keys), a member, or
+ * a worker acting on its own schedule. A member's email and a key's owner are shown in `decidedBy`
+ * but are not part of the audited actor.
  */
-export type Actor = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string } | { type: 'system'; id: string };
+export type Actor =
+  { type: 'api_key'; id: string; owner?: KeyOwner } | { type: 'user'; id: string; email: string } | { type: 'system'; id: string };
 
 /** The body POSTed to webhook endpoints (see docs/webhooks.md), fixed when the state change commits. */
 export interface WebhookEventBody {
@@ -68,7 +73,7 @@ export interface WebhookEventBody {
     policyKey: string;
     payloadHash: string;
     /** Who approved or rejected (see docs/api.md); null for expiry, escalation and orphan events. */
-    decidedBy: { type: string; id: string; email?: string } | null;
+    decidedBy: { type: string; id: string; email?: string; owner?: KeyOwner } | null;
     escalatedTo?: string;
   };
 }

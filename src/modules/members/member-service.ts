@@ -1,11 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import type { DataLayer } from '../../data/database.js';
-import { ConflictError, GoneError, NotFoundError, RateLimitedError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
+import {
+  ConflictError,
+  ForbiddenError,
+  GoneError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthorizedError,
+  ValidationError,
+} from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import { digestToken, newSecretToken } from '../../lib/secret-tokens.js';
 import type { Actor, AuditEventDraft, AuditEventType } from '../audit/audit-events.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
-import { ROLE_SCOPES, type Tenant } from '../orgs/tenant.js';
+import { keyEvent } from '../orgs/api-keys.js';
+import type { ApiKey } from '../orgs/org-store.js';
+import { ROLE_SCOPES, type MemberRole, type Tenant } from '../orgs/tenant.js';
 import type { InviteAcceptInput, MemberCreateInput, MemberUpdateInput, MemberView, SessionView, SignInInput } from './member-schemas.js';
 import { MemberStore, type AdminGuarded, type Member, type MemberChanges, type NewSession } from './member-store.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -55,8 +65,16 @@ export class MemberService {
     return toMemberView(await this.require(orgId, id));
   }
 
-  /** Creates a member and its invite; the invite mail follows from the member.created event. */
-  async create(tenant: Pick<Tenant, 'orgId' | 'actor'>, input: MemberCreateInput): Promise<{ member: MemberView; inviteUrl: string }> {
+  /**
+   * Creates a member and its invite; the invite mail follows from the member.created event. The
+   * caller must hold every scope of the role it grants.
+   */
+  async create(
+    tenant: Pick<Tenant, 'orgId' | 'actor' | 'scopes'>,
+    input: MemberCreateInput,
+  ): Promise<{ member: MemberView; inviteUrl: string }> {
+    const refusal = grantRefusal(tenant, input.role);
+    if (refusal) throw refusal;
     const token = newSecretToken();
     const member = await this.store.create(
       { orgId: tenant.orgId, email: input.email, emailKey: emailKey(input.email), name: input.name ?? null, role: input.role },
@@ -68,29 +86,42 @@ export class MemberService {
     return { member: toMemberView(member), inviteUrl: this.inviteUrl(token) };
   }
 
+  /**
+   * Changes a member. A new role must be one the caller holds every scope of (another
+   * organization's member is not found first), and it revokes the member's keys holding a scope
+   * the role lacks.
+   */
   async update(tenant: Tenant, id: string, patch: MemberUpdateInput): Promise<MemberView> {
+    const refusal = patch.role !== undefined ? grantRefusal(tenant, patch.role) : null;
+    if (refusal) {
+      await this.require(tenant.orgId, id);
+      throw refusal;
+    }
     const changes: MemberChanges = {
       ...(patch.role !== undefined ? { role: patch.role } : {}),
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(patch.slack !== undefined ? { slackTeamId: patch.slack?.teamId ?? null, slackUserId: patch.slack?.userId ?? null } : {}),
     };
-    const outcome = await this.store.update(tenant.orgId, id, changes, (before) =>
+    const roleScopes = patch.role !== undefined ? [...ROLE_SCOPES[patch.role]] : null;
+    const outcome = await this.store.update(tenant.orgId, id, changes, roleScopes, (before, revokedKeys) => [
       memberEvent('member.updated', tenant.actor, before, {
         ...(patch.role !== undefined ? { role: patch.role, previousRole: before.role } : {}),
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.slack !== undefined ? { slackLinked: patch.slack !== null } : {}),
       }),
-    );
+      ...keysRevokedWith('member.updated', tenant, before, revokedKeys),
+    ]);
     const member = this.settled(outcome, id, 'demote');
     this.afterCommit.outboxSignal.notify();
     return toMemberView(member);
   }
 
-  /** Removes a member; every session of it ends with it. */
+  /** Removes a member; every session and key of theirs ends with them. */
   async remove(tenant: Tenant, id: string): Promise<void> {
-    const outcome = await this.store.remove(tenant.orgId, id, (member) =>
+    const outcome = await this.store.remove(tenant.orgId, id, (member, revokedKeys) => [
       memberEvent('member.removed', tenant.actor, member, { role: member.role }),
-    );
+      ...keysRevokedWith('member.removed', tenant, member, revokedKeys),
+    ]);
     this.settled(outcome, id, 'remove');
     this.afterCommit.outboxSignal.notify();
   }
@@ -268,6 +299,21 @@ function newSession(now: Date): { record: NewSession; signedIn(member: Member): 
     record: { tokenHash: digestToken(sessionToken), csrfToken, expiresAt },
     signedIn: (member) => ({ member: toMemberView(member), csrfToken, sessionToken, expiresAt }),
   };
+}
+
+/**
+ * Why the caller may not grant a role, or null: granting needs every scope of the role, as making
+ * a key does (docs/members-and-channels.md#principals).
+ */
+function grantRefusal(tenant: Pick<Tenant, 'scopes'>, role: MemberRole): ForbiddenError | null {
+  const lacking = [...ROLE_SCOPES[role]].filter((scope) => !tenant.scopes.has(scope));
+  if (lacking.length === 0) return null;
+  return new ForbiddenError(`You cannot grant the ${role} role without holding every scope of it; you lack: ${lacking.join(', ')}.`);
+}
+
+/** The key.revoked events of the keys a member's removal or role change ended. */
+function keysRevokedWith(reason: 'member.removed' | 'member.updated', tenant: Tenant, member: Member, keys: ApiKey[]): AuditEventDraft[] {
+  return keys.map((key) => keyEvent('key.revoked', tenant.actor, key, { memberId: member.id, reason }));
 }
 
 function memberEvent(type: AuditEventType, actor: Actor, member: Member, changes: Record<string, unknown>): AuditEventDraft {

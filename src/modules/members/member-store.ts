@@ -2,6 +2,8 @@ import type { Database, DatabaseClient, Sql } from '../../data/database.js';
 import type { Member, MemberRole, Plan, Prisma } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { revokeMemberKeys, type ApiKey } from '../orgs/org-store.js';
+import type { Scope } from '../orgs/tenant.js';
 
 export type { Member };
 
@@ -80,28 +82,43 @@ export class MemberStore {
     });
   }
 
-  update(orgId: string, id: string, changes: MemberChanges, event: (before: Member) => AuditEventDraft): Promise<AdminGuarded<Member>> {
+  /**
+   * Changes the member with its audit events. A role change (`roleScopes`: the scopes of the new
+   * role) revokes, in the same transaction, the member's keys holding any other scope.
+   */
+  update(
+    orgId: string,
+    id: string,
+    changes: MemberChanges,
+    roleScopes: readonly Scope[] | null,
+    events: (before: Member, revokedKeys: ApiKey[]) => AuditEventDraft[],
+  ): Promise<AdminGuarded<Member>> {
     return this.guardingLastAdmin(
       orgId,
       id,
       (member) => member.role === 'admin' && changes.role !== undefined && changes.role !== 'admin',
       async (tx, member) => {
         const updated = await tx.member.update({ where: { id }, data: changes });
-        await appendAuditEvents(tx, orgId, [event(member)]);
+        const revoked = roleScopes ? await revokeMemberKeys(tx, orgId, id, roleScopes, new Date()) : [];
+        await appendAuditEvents(tx, orgId, events(member, revoked));
         return updated;
       },
     );
   }
 
-  /** Deletes the member; its sessions and invites go with it (cascade), so access ends at once. */
-  remove(orgId: string, id: string, event: (member: Member) => AuditEventDraft): Promise<AdminGuarded<Member>> {
+  /**
+   * Deletes the member; its sessions and invites go with it (cascade), and every key it owns is
+   * revoked in the same transaction, so access ends at once.
+   */
+  remove(orgId: string, id: string, events: (member: Member, revokedKeys: ApiKey[]) => AuditEventDraft[]): Promise<AdminGuarded<Member>> {
     return this.guardingLastAdmin(
       orgId,
       id,
       (member) => member.role === 'admin',
       async (tx, member) => {
         await tx.member.delete({ where: { id } });
-        await appendAuditEvents(tx, orgId, [event(member)]);
+        const revoked = await revokeMemberKeys(tx, orgId, id, null, new Date());
+        await appendAuditEvents(tx, orgId, events(member, revoked));
         return member;
       },
     );

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { storableString } from '../../lib/json-input.js';
+import { keyOwnerSchema } from './key-owner-schema.js';
 import { SCOPES } from './tenant.js';
 
 export const apiKeyViewSchema = z
@@ -7,6 +8,9 @@ export const apiKeyViewSchema = z
     id: z.uuid(),
     name: z.string().nullable(),
     scopes: z.array(z.enum(SCOPES)),
+    owner: keyOwnerSchema.nullable().meta({
+      description: 'The member or service key the key belongs to, who votes through it; null for a service key (made by the CLI).',
+    }),
     createdAt: z.iso.datetime(),
     revokedAt: z.iso.datetime().nullable(),
   })

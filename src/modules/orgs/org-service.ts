@@ -1,10 +1,11 @@
 import type { DataLayer } from '../../data/database.js';
-import { ForbiddenError, NotFoundError } from '../../lib/errors.js';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
-import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-keys.js';
-import { OrgStore } from './org-store.js';
+import { generateApiKey, hashApiKey, keyEvent, keyOwnerOf, looksLikeApiKey } from './api-keys.js';
+import { OrgStore, type ApiKey } from './org-store.js';
 import type { ApiKeyCreateInput, ApiKeyView } from './key-schemas.js';
-import type { Plan, Scope, Tenant } from './tenant.js';
+import type { KeyOwner } from './key-owner-schema.js';
+import { ROLE_SCOPES, type Plan, type Scope, type Tenant } from './tenant.js';
 
 export class OrgService {
   private readonly store: OrgStore;
@@ -52,23 +53,32 @@ export class OrgService {
     return (await this.store.listApiKeys(tenant.orgId)).map(toApiKeyView);
   }
 
-  /** A key for the caller's organization, with no scope the caller does not hold itself. */
+  /**
+   * A key for the caller's organization, with no scope the caller does not hold itself, belonging
+   * to the caller's principal (see keyOwnerFor). A member's key never holds a scope their role
+   * lacks, also when the role changed since the caller authenticated.
+   */
   async createApiKeyFor(tenant: Tenant, input: ApiKeyCreateInput): Promise<{ key: ApiKeyView; secret: string }> {
     const beyond = input.scopes.filter((scope) => !tenant.scopes.has(scope));
     if (beyond.length > 0) throw new ForbiddenError(`You cannot grant scopes you do not hold: ${beyond.join(', ')}.`);
     const secret = generateApiKey();
-    const created = await this.store.createApiKey({
-      orgId: tenant.orgId,
-      name: input.name ?? null,
-      scopes: input.scopes,
-      keyHash: hashApiKey(secret),
-    });
-    return { key: toApiKeyView(created), secret };
+    const owner = keyOwnerFor(tenant);
+    const outcome = await this.store.createOwnedApiKey(
+      { orgId: tenant.orgId, name: input.name ?? null, scopes: input.scopes, keyHash: hashApiKey(secret), owner },
+      (role) => input.scopes.every((scope) => ROLE_SCOPES[role].has(scope)),
+      (key) => keyEvent('key.created', tenant.actor, key),
+    );
+    if (outcome.kind === 'owner_removed') throw new UnauthorizedError('The member this key would belong to has been removed.');
+    if (outcome.kind === 'beyond_role') {
+      throw new ForbiddenError(`The ${outcome.role} role of the member this key would belong to does not hold every scope asked for.`);
+    }
+    return { key: toApiKeyView(outcome.key), secret };
   }
 
-  /** Revokes a key of the caller's organization; another organization's id is not found. */
+  /** Revokes a key of the caller's organization, audited; another organization's id is not found. */
   async revokeApiKeyOf(tenant: Tenant, id: string): Promise<void> {
-    if (!(await this.store.revokeOrgApiKey(tenant.orgId, id, new Date()))) throw new NotFoundError(`No API key with id '${id}' exists.`);
+    const revoked = await this.store.revokeOrgApiKey(tenant.orgId, id, new Date(), (key) => keyEvent('key.revoked', tenant.actor, key));
+    if (!revoked) throw new NotFoundError(`No API key with id '${id}' exists.`);
   }
 
   /** The tenant a presented key acts for, or null for an unknown, malformed or revoked key. */
@@ -76,14 +86,26 @@ export class OrgService {
     if (!looksLikeApiKey(presentedKey)) return null;
     const grant = await this.store.findKeyGrant(hashApiKey(presentedKey));
     if (!grant || grant.revokedAt) return null;
+    const owner = keyOwnerOf(grant);
     return {
       orgId: grant.orgId,
       plan: grant.plan,
       scopes: scopeSet(grant.scopes),
-      actor: { type: 'api_key', id: grant.id },
-      principal: { type: 'api_key', keyId: grant.id },
+      actor: { type: 'api_key', id: grant.id, ...(owner ? { owner } : {}) },
+      principal: { type: 'api_key', keyId: grant.id, owner },
     };
   }
+}
+
+/**
+ * Whose a key the caller makes is (docs/members-and-channels.md#principals): the member of a
+ * session; for a key, that key's own principal, flattened: its owner, or itself when it is a
+ * service key. So a key made by a member's key is the member's, never the making key's.
+ */
+function keyOwnerFor(tenant: Tenant): KeyOwner {
+  const { principal } = tenant;
+  if (principal.type === 'session') return { type: 'user', id: principal.memberId };
+  return principal.owner ?? { type: 'key', id: principal.keyId };
 }
 
 /**
@@ -107,11 +129,12 @@ function frozenSet<T>(values: readonly T[]): ReadonlySet<T> {
   return Object.freeze(Object.assign(set, { add: refuse, delete: refuse, clear: refuse }));
 }
 
-function toApiKeyView(key: { id: string; name: string | null; scopes: string[]; createdAt: Date; revokedAt: Date | null }): ApiKeyView {
+function toApiKeyView(key: ApiKey): ApiKeyView {
   return {
     id: key.id,
     name: key.name,
     scopes: key.scopes as ApiKeyView['scopes'],
+    owner: keyOwnerOf(key),
     createdAt: key.createdAt.toISOString(),
     revokedAt: key.revokedAt?.toISOString() ?? null,
   };

@@ -1,5 +1,6 @@
 import type { MemberRole, Plan } from '../../generated/prisma/client.js';
 import type { Actor } from '../audit/audit-events.js';
+import type { KeyOwner } from './key-owner-schema.js';
 
 export const SCOPES = [
   'approvals:write',
@@ -40,9 +41,9 @@ export const ROLE_SCOPES: Record<MemberRole, ReadonlySet<Scope>> = {
   admin: new Set(SCOPES),
 };
 
-/** How the caller proved who it is: an API key, or a member's session cookie. */
+/** How the caller proved who it is: an API key (with its owner), or a member's session cookie. */
 export type Principal =
-  | { type: 'api_key'; keyId: string }
+  | { type: 'api_key'; keyId: string; owner: KeyOwner | null }
   | { type: 'session'; sessionId: string; memberId: string; email: string; role: MemberRole; csrfToken: string };
 
 /** The authenticated caller: the organization every query is scoped to, and who acts. */

@@ -1,0 +1,8 @@
+-- What makes two votes one voter's (approval_votes.voter_key): `user:<member id>` or
+-- `api_key:<service key id>`, the principal of the voting credential (see ag_principal_of).
+CREATE OR REPLACE FUNCTION ag_principal_key(p_actor jsonb)
+RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+  SELECT (principal->>'type') || ':' || (principal->>'id') FROM ag_principal_of(p_actor) AS principal
+$$;

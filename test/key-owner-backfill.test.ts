@@ -1,0 +1,122 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationsDir } from '../src/db/migrator.js';
+import type { ApiKey } from '../src/generated/prisma/client.js';
+import { serializeAuditEvent, type Actor } from '../src/modules/audit/audit-events.js';
+import { keyEvent } from '../src/modules/orgs/api-keys.js';
+import { databaseUrl, onServer } from './support/databases.js';
+
+/** The migration that gives keys their owners; the database starts at the one before it. */
+const BACKFILL = '20261128202555_key_owners';
+
+const database = `approval_gate_test_backfill_${randomBytes(6).toString('hex')}`;
+let client: pg.Client;
+
+/** Applies the migrations in order, each as the release step runs it: one script. */
+async function applyMigrationFiles(names: string[]): Promise<void> {
+  for (const name of names) await client.query(await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8'));
+}
+
+beforeAll(async () => {
+  await onServer((server) => server.query(`CREATE DATABASE ${database}`));
+  client = new pg.Client({ connectionString: databaseUrl(database) });
+  await client.connect();
+  const names = (await readdir(migrationsDir, { withFileTypes: true }))
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+  expect(names).toContain(BACKFILL);
+  await applyMigrationFiles(names.filter((name) => name < BACKFILL));
+});
+afterAll(async () => {
+  await client?.end();
+  await onServer((server) => server.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+});
+
+describe(`migration ${BACKFILL}`, () => {
+  it('gives keys made before owners existed the principal of the actor that made them, and leaves CLI keys service keys', async () => {
+    const org = randomUUID();
+    const otherOrg = randomUUID();
+    for (const id of [org, otherOrg]) {
+      await client.query(`INSERT INTO organizations (id, name, plan, admin_emails) VALUES ($1, 'acme', 'pro', '{}')`, [id]);
+    }
+    const admin = randomUUID();
+    const removedMember = randomUUID();
+    await client.query(
+      `INSERT INTO members (id, org_id, email, email_key, role) VALUES ($1, $2, 'ada@acme.test', 'ada@acme.test', 'admin')`,
+      [admin, org],
+    );
+
+    const keys: Record<string, string> = {};
+    const addKey = async (name: string, orgId = org) => {
+      keys[name] = randomUUID();
+      await client.query(`INSERT INTO api_keys (id, org_id, name, scopes, key_hash) VALUES ($1, $2, $3, '{approvals:read}', $4)`, [
+        keys[name],
+        orgId,
+        name,
+        randomBytes(32),
+      ]);
+    };
+    let seq = 0;
+    /** The key.created event as the service writes it, the old rows' way: as it appended them, without owners. */
+    const recordCreation = async (name: string, maker: Actor, orgId = org) => {
+      const key = { id: keys[name]!, name, scopes: ['approvals:read'], ownerType: null, ownerId: null } as unknown as ApiKey;
+      const event = serializeAuditEvent(keyEvent('key.created', maker, key));
+      seq += 1;
+      await client.query(
+        `INSERT INTO audit_events (org_id, seq, type, actor, data, created_at, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, now(), 'x', 'y')`,
+        [orgId, seq, event.type, event.actor, event.data],
+      );
+    };
+
+    // Made by the CLI: no event.
+    await addKey('service');
+    await addKey('untracked');
+    // A member's key, and a key that key made: both the member's.
+    await addKey('byAdmin');
+    await recordCreation('byAdmin', { type: 'user', id: admin, email: 'ada@acme.test' });
+    await addKey('byAdminsKey');
+    await recordCreation('byAdminsKey', { type: 'api_key', id: keys.byAdmin! });
+    // Made by a service key, and by a key it made: both the service key's.
+    await addKey('byService');
+    await recordCreation('byService', { type: 'api_key', id: keys.service! });
+    await addKey('byServicesKey');
+    await recordCreation('byServicesKey', { type: 'api_key', id: keys.byService! });
+    // Made by a member removed since: theirs, and revoked, as their removal would now.
+    await addKey('byRemoved');
+    await recordCreation('byRemoved', { type: 'user', id: removedMember, email: 'gone@acme.test' });
+    // Another organization's chain cannot give this organization's key an owner.
+    await addKey('foreign');
+    await recordCreation('foreign', { type: 'user', id: admin, email: 'ada@acme.test' }, otherOrg);
+
+    await applyMigrationFiles([BACKFILL]);
+
+    const { rows } = await client.query<{ name: string; owner_type: string | null; owner_id: string | null; revoked: boolean }>(
+      'SELECT name, owner_type, owner_id, revoked_at IS NOT NULL AS revoked FROM api_keys',
+    );
+    const owners = Object.fromEntries(rows.map((row) => [row.name, [row.owner_type, row.owner_id, row.revoked]]));
+    expect(owners).toEqual({
+      service: [null, null, false],
+      untracked: [null, null, false],
+      byAdmin: ['user', admin, false],
+      byAdminsKey: ['user', admin, false],
+      byService: ['key', keys.service, false],
+      byServicesKey: ['key', keys.service, false],
+      byRemoved: ['user', removedMember, true],
+      foreign: [null, null, false],
+    });
+  });
+
+  it('refuses an owner without its kind, or a kind without its owner', async () => {
+    const [{ id }] = (await client.query<{ id: string }>('SELECT id FROM api_keys LIMIT 1')).rows as [{ id: string }];
+    await expect(client.query(`UPDATE api_keys SET owner_type = 'user', owner_id = NULL WHERE id = $1`, [id])).rejects.toThrow(
+      /api_keys_owner_check/,
+    );
+    await expect(client.query(`UPDATE api_keys SET owner_type = NULL, owner_id = $1 WHERE id = $1`, [id])).rejects.toThrow(
+      /api_keys_owner_check/,
+    );
+  });
+});
