@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { defineJob, deferOrRethrow, isLastAttempt, RetryLater, type JobDefinition, type JobOptions } from '../jobs/job.js';
+import { defineJob, type JobDefinition, type JobOptions } from '../jobs/job.js';
+import { deferOrRethrow, isLastAttempt, RetryLater } from '../lib/job-retries.js';
 import type { Config } from '../config.js';
 import type { DomainEventType } from '../modules/audit/audit-events.js';
 import type { DomainEvent } from '../modules/outbox/domain-events.js';

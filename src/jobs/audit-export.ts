@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { deferOrRethrow, defineJob, isLastAttempt, RetryLater } from './job.js';
+import { deferOrRethrow, isLastAttempt, RetryLater } from '../lib/job-retries.js';
+import { defineJob } from './job.js';
 
 /**
  * Writes a bulk audit export; the export is marked failed once its last attempt fails. A worker

@@ -4,13 +4,6 @@ import type { Logger } from '../lib/logger.js';
 import type { JobDefinition } from './job.js';
 
 /**
- * How long enqueueing work that a sweeper would also find in Postgres waits on Redis (a request's
- * wait, or a hint's in the background): past it the wait is given up, and the work starts late
- * instead of never.
- */
-export const ENQUEUE_HINT_TIMEOUT_MS = 250;
-
-/**
  * How long a loop that hands a batch of rows to the queues (outbox relay, deadline watcher) waits
  * on Redis before it treats Redis as down and leaves the rows for its next look.
  */

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { callSlack, slackJobOptions } from '../modules/slack/slack-calls.js';
 import { slackEscape } from '../modules/slack/slack-messages.js';
-import { defineJob, deferOrRethrow } from './job.js';
+import { deferOrRethrow } from '../lib/job-retries.js';
+import { defineJob } from './job.js';
 
 /**
  * What one Slack user is told privately after pressing a button: a link to connect their Slack

@@ -6,7 +6,7 @@ import { poolSql, type DataLayer } from '../../data/database.js';
 import { ConflictError, GoneError, NotFoundError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { auditExportJob } from '../../jobs/audit-export.js';
-import { RetryLater } from '../../jobs/job.js';
+import { RetryLater } from '../../lib/job-retries.js';
 import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { canonicalJson, CHECKPOINT_EVENT_TYPE } from './audit-events.js';

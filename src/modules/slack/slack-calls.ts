@@ -1,5 +1,5 @@
 import type { WebClient } from '@slack/web-api';
-import { RetryLater } from '../../jobs/job.js';
+import { RetryLater } from '../../lib/job-retries.js';
 import type { Services } from '../../services.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 import { consoleUrl } from '../notifications/approval-notice.js';
