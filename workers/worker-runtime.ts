@@ -5,8 +5,8 @@ import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { JOBS } from '../src/jobs/registry.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
 import { serveMetrics } from '../src/http/metrics-endpoint.js';
-import { DeadlineWatcher } from '../src/modules/approvals/deadline-watcher.js';
-import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
+import { DeadlineWatcher } from './deadline-watcher.js';
+import { OutboxRelay } from './outbox-relay.js';
 import type { Services } from '../src/services.js';
 
 /** Due approvals one look of a deadline watcher hands to the expiry queue. */

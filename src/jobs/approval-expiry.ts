@@ -7,7 +7,7 @@ const actor: Actor = { type: 'system', id: 'expiry-worker' };
 
 /**
  * Settles a pending approval whose deadline has passed: expired, or escalated with its successor.
- * The deadline watchers (src/modules/approvals/deadline-watcher.ts) enqueue it when the deadline
+ * The deadline watchers (workers/deadline-watcher.ts) enqueue it when the deadline
  * passes, as `expire-<id>`, so that handing it over twice makes one job; the sweep of the
  * maintenance queue covers jobs Redis lost.
  */
