@@ -4,8 +4,11 @@ import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
 import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
 import type { EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
+import { webhookDeliveryJob } from './consumers/webhooks/webhook-delivery.js';
+import { auditExportJob } from './jobs/audit-export.js';
 import { JobQueues } from './jobs/job-queues.js';
 import { jobsFor } from './jobs/registry.js';
+import { slackEphemeralJob } from './jobs/slack-ephemeral.js';
 import { BackgroundWork, ENQUEUE_HINT_TIMEOUT_MS } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
 import { UnavailableError } from './lib/errors.js';
@@ -27,6 +30,7 @@ import { OutboxSignal } from './modules/outbox/outbox-signal.js';
 import { OutboxStore } from './modules/outbox/outbox-store.js';
 import { PolicyService } from './modules/policies/policy-service.js';
 import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
+import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
 import { SecretBox } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
@@ -69,6 +73,8 @@ export interface Services {
   notifications: NotificationStore;
   decisionLinks: DecisionLinkService;
   slack: SlackService;
+  /** Buttons pressed and modals submitted in Slack. */
+  slackInteractions: SlackInteractions;
   slackRateLimiter: SlackRateLimiter;
   checkpoints: CheckpointService;
   /** Database and Redis reachable, for /readyz. */
@@ -130,7 +136,7 @@ export async function createServices(
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
-  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, metrics, logger, {
+  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs.producer(webhookDeliveryJob), metrics, logger, {
     allowPrivate,
     concurrency: config.WEBHOOK_DELIVERY_CONCURRENCY,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
@@ -140,7 +146,7 @@ export async function createServices(
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
     data,
-    { jobs, logger, checkpoints },
+    { exportQueue: jobs.producer(auditExportJob), logger, checkpoints },
     {
       databaseUrl: config.DATABASE_URL,
       exportDir: config.EXPORT_DIR,
@@ -148,6 +154,15 @@ export async function createServices(
     },
   );
   const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
+  const slack = new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger });
+  const slackInteractions = new SlackInteractions({
+    slack,
+    approvals,
+    members,
+    ephemeralQueue: jobs.producer(slackEphemeralJob),
+    config,
+    logger,
+  });
 
   return {
     config,
@@ -173,7 +188,8 @@ export async function createServices(
     audit,
     notifications: new NotificationStore(sql),
     decisionLinks: new DecisionLinkService(sql, approvals, { publicUrl: config.PUBLIC_URL }),
-    slack: new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger }),
+    slack,
+    slackInteractions,
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
     async checkReadiness() {

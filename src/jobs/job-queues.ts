@@ -15,6 +15,15 @@ export const retention = {
   removeOnFail: { age: 7 * 24 * 3600 },
 } as const;
 
+/**
+ * One queue as its producers see it: what the composition root hands a domain service, which
+ * declares the part it uses as a port of its own and so knows no queue.
+ */
+export interface JobProducer<Payload> {
+  add(payload: Payload, delayMs?: number): Promise<void>;
+  rerun(payload: Payload, delayMs?: number): Promise<void>;
+}
+
 interface Enqueued {
   payload: unknown;
   delayMs: number;
@@ -89,6 +98,14 @@ export class JobQueues {
         return;
     }
     await this.add(definition, payload, delayMs);
+  }
+
+  /** The producer side of one queue: `add` and `rerun` bound to its definition. */
+  producer<Payload>(definition: JobDefinition<Payload>): JobProducer<Payload> {
+    return {
+      add: (payload, delayMs) => this.add(definition, payload, delayMs),
+      rerun: (payload, delayMs) => this.rerun(definition, payload, delayMs),
+    };
   }
 
   async close(): Promise<void> {

@@ -3,21 +3,15 @@ import { DelayedError } from 'bullmq';
 import { z } from 'zod';
 import { defineJob } from '../../jobs/job.js';
 import { WEBHOOK_EVENT_TYPES } from '../../modules/audit/audit-events.js';
-import { slotHolder } from '../../modules/webhooks/delivery-service.js';
+import { slotHolder, type DeliveryAttempt } from '../../modules/webhooks/delivery-service.js';
 import type { EventConsumer } from '../consumer.js';
-
-/** One attempt of one delivery: a retry, a redelivery, a sweep, or a first attempt on its own. */
-export interface DeliveryAttemptPayload {
-  deliveryId: string;
-  attempt: number;
-}
 
 /** The first attempts of many deliveries, fresh from the fan-out. */
 export interface FirstAttemptsPayload {
   firstAttempts: string[];
 }
 
-export type WebhookDeliveryPayload = DeliveryAttemptPayload | FirstAttemptsPayload;
+export type WebhookDeliveryPayload = DeliveryAttempt | FirstAttemptsPayload;
 
 /**
  * Webhook attempts. A retry is a job of its own, the attempt number in its id, so a sweeper can
