@@ -2,12 +2,13 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
 import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
-import type { EventConsumer } from './consumers/consumer.js';
+import type { ConsumerContext, EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { webhookDeliveryJob } from './consumers/webhooks/webhook-delivery.js';
 import { auditExportJob } from './jobs/audit-export.js';
 import { JobQueues } from './jobs/job-queues.js';
-import { jobsFor } from './jobs/registry.js';
+import type { JobDefinition } from './jobs/job.js';
+import { STANDALONE_JOBS } from './jobs/registry.js';
 import { slackEphemeralJob } from './jobs/slack-ephemeral.js';
 import { BackgroundWork, ENQUEUE_HINT_TIMEOUT_MS } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
@@ -45,42 +46,38 @@ import { allowsPrivateWebhookUrls } from './modules/webhooks/webhook-url-guard.j
  */
 export type ProcessRole = 'web' | 'worker' | 'cli';
 
-/** Everything a process needs, wired once from the configuration: the one composition root. */
-export interface Services {
-  config: Config;
-  logger: Logger;
-  db: Database;
-  sql: Sql;
+/**
+ * Everything a process needs, wired once from the configuration: the one composition root. The
+ * worker hands consumers the part of it in ConsumerContext; no domain service is handed it whole.
+ */
+export interface Services extends ConsumerContext {
   redis: Redis;
   settlements: ApprovalSettlements;
-  approvalFeed: ApprovalFeed;
   outboxSignal: OutboxSignal;
-  outbox: OutboxStore;
   /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
   consumers: readonly EventConsumer<any>[];
-  consumerTasks: ConsumerTaskStore;
   jobs: JobQueues;
-  mailer: Mailer;
   metrics: Metrics;
   orgs: OrgService;
-  members: MemberService;
   policies: PolicyService;
-  approvals: ApprovalService;
   webhooks: WebhookService;
-  deliveries: DeliveryService;
   audit: AuditService;
-  /** Who was told about which approval on which channel (contract C11). */
-  notifications: NotificationStore;
-  decisionLinks: DecisionLinkService;
-  slack: SlackService;
   /** Buttons pressed and modals submitted in Slack. */
   slackInteractions: SlackInteractions;
-  slackRateLimiter: SlackRateLimiter;
-  checkpoints: CheckpointService;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
 }
+
+/**
+ * Every queue: the standalone jobs and each consumer's. Producers, the roles of WORKER_QUEUES,
+ * worker concurrency and Bull Board's list all come from here.
+ */
+export function jobsFor(consumers: readonly EventConsumer<any>[]): JobDefinition<any>[] {
+  return [...STANDALONE_JOBS, ...consumers.flatMap((consumer) => (consumer.job ? [consumer.job] : []))];
+}
+
+export const JOBS = jobsFor(CONSUMERS);
 
 /** Readiness answers within this: a database or Redis that hangs is as unready as one that refuses. */
 const READINESS_TIMEOUT_MS = 1_000;

@@ -35,19 +35,6 @@ export const webhookDeliveryJob = defineJob<WebhookDeliveryPayload>({
     'firstAttempts' in payload
       ? `first-attempts-${createHash('sha256').update(payload.firstAttempts.join(',')).digest('base64url')}`
       : `${payload.deliveryId}-${payload.attempt}`,
-  processor:
-    ({ deliveries }) =>
-    async (payload, job, token) => {
-      if ('firstAttempts' in payload) return deliveries.attemptFirst(payload.firstAttempts, token);
-      const { deliveryId, attempt } = payload;
-      const outcome = await deliveries.attempt(deliveryId, attempt, slotHolder(deliveryId, attempt, token));
-      if (outcome === 'busy') {
-        // The endpoint has its share of attempts in flight: step aside so other endpoints go first.
-        await job.moveToDelayed(Date.now() + 50 + Math.round(Math.random() * 200), token);
-        throw new DelayedError();
-      }
-      return outcome;
-    },
 });
 
 /**
@@ -71,4 +58,17 @@ export const webhookConsumer: EventConsumer<WebhookDeliveryPayload> = {
     }
     return jobs;
   },
+  processor:
+    ({ deliveries }) =>
+    async (payload, job, token) => {
+      if ('firstAttempts' in payload) return deliveries.attemptFirst(payload.firstAttempts, token);
+      const { deliveryId, attempt } = payload;
+      const outcome = await deliveries.attempt(deliveryId, attempt, slotHolder(deliveryId, attempt, token));
+      if (outcome === 'busy') {
+        // The endpoint has its share of attempts in flight: step aside so other endpoints go first.
+        await job.moveToDelayed(Date.now() + 50 + Math.round(Math.random() * 200), token);
+        throw new DelayedError();
+      }
+      return outcome;
+    },
 };
