@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { canonicalJson, type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../audit/audit-events.js';
-import type { PolicyDocument } from '../policies/policy-schemas.js';
+import { DECISION_CHANNELS, type PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
 import type { ApprovalCreateInput, Decider, DecisionInput } from './approval-schemas.js';
 import type { Approval, Creation, NewApproval, Settlement, Settling, Vote } from './approval-types.js';
@@ -58,7 +58,7 @@ const DEFAULT_DECISION_RULES: Pick<PolicyDocument, 'reviewers' | 'quorum' | 'all
   reviewers: { roles: ['reviewer', 'admin'], members: [] },
   quorum: 1,
   allowSelfApproval: false,
-  channels: ['api', 'console', 'email', 'slack'],
+  channels: [...DECISION_CHANNELS],
 };
 
 /**
