@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
+import { createDataLayer, poolOptionsOf } from './data/database.js';
 import type { ConsumerContext, EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { webhookDeliveryJob } from './consumers/webhooks/webhook-delivery.js';
@@ -13,7 +13,7 @@ import { slackEphemeralJob } from './jobs/slack-ephemeral.js';
 import { BackgroundWork, ENQUEUE_HINT_TIMEOUT_MS } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
 import { UnavailableError } from './lib/errors.js';
-import { createMailer, type Mailer } from './lib/mailer.js';
+import { createMailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
