@@ -13,7 +13,7 @@ import { processorsFor } from './processors/registry.js';
 const DEADLINE_PAGE_SIZE = 500;
 
 /**
- * What a worker process can do: relay the outbox, and run any queue of the job registry (with
+ * What a worker process can do: relay the outbox, and run any queue of JOBS (with
  * `approval-expiry`, also watch the deadlines that feed it).
  */
 export const WORKER_ROLES: readonly string[] = ['outbox-relay', ...JOBS.map((job) => job.queue)];

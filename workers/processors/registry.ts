@@ -11,7 +11,7 @@ import { runMaintenance } from './maintenance.js';
 import { sendSlackEphemeral } from './slack-ephemeral.js';
 
 /** Builds a queue's handler, once per worker process, from the services it uses. */
-export type Processor<Payload> = (services: Services) => JobHandler<Payload>;
+type Processor<Payload> = (services: Services) => JobHandler<Payload>;
 
 const runs = <Payload>(job: JobDefinition<Payload>, processor: Processor<Payload>): [string, Processor<any>] => [job.queue, processor];
 
