@@ -43,7 +43,8 @@ export interface ConsumerContext {
   slackRateLimiter: SlackRateLimiter;
 }
 
-interface ConsumerOf<Payload> {
+/** What the relay asks of a consumer: the events it takes, and the durable work they make. */
+export interface EventSubscriber<Payload> {
   name: string;
   events: readonly DomainEventType[];
   /** A finer filter, applied by the relay: events it refuses make no work for this consumer. */
@@ -64,7 +65,7 @@ interface ConsumerOf<Payload> {
  * consumer without a queue does all its work in `plan` (a broadcast, whose receivers can catch up
  * from the audit chain themselves).
  */
-export type EventConsumer<Payload = unknown> = ConsumerOf<Payload> &
+export type EventConsumer<Payload = unknown> = EventSubscriber<Payload> &
   (
     | { job: JobDefinition<Payload>; processor: (context: ConsumerContext) => JobHandler<Payload> }
     | { job?: undefined; processor?: undefined }
