@@ -12,7 +12,8 @@ import { formatTable, median, round } from './lib/figures.js';
 import { createOrgs, dropDatabase, recreateDatabase } from './lib/fixtures.js';
 import { processCpuMs } from './lib/proc-stats.js';
 import { envInt, log, runBenchmark } from './lib/run.js';
-import { createApproval, voteOn, type Creation } from '../src/modules/approvals/approval-transitions.js';
+import { createApproval, voteOn } from '../src/modules/approvals/approval-transitions.js';
+import type { Creation } from '../src/modules/approvals/approval-types.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { policyDocumentSchema, type PolicyOutcome } from '../src/modules/policies/policy-schemas.js';
 

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
+import { parseSigningKey } from './lib/signing-key.js';
 import { validate } from './lib/validation.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');

@@ -1,15 +1,19 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, poolOptionsOf, type Database, type Sql } from './data/database.js';
-import type { EventConsumer } from './consumers/consumer.js';
+import { createDataLayer, poolOptionsOf } from './data/database.js';
+import type { ConsumerContext, EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
-import { ENQUEUE_HINT_TIMEOUT_MS, JobQueues } from './jobs/job-queues.js';
-import { jobsFor } from './jobs/registry.js';
-import { BackgroundWork } from './lib/background-work.js';
+import { webhookDeliveryJob } from './consumers/webhooks/webhook-delivery.js';
+import { auditExportJob } from './jobs/audit-export.js';
+import { JobQueues } from './jobs/job-queues.js';
+import type { JobDefinition } from './jobs/job.js';
+import { STANDALONE_JOBS } from './jobs/registry.js';
+import { slackEphemeralJob } from './jobs/slack-ephemeral.js';
+import { BackgroundWork, ENQUEUE_HINT_TIMEOUT_MS } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
 import { UnavailableError } from './lib/errors.js';
-import { createMailer, type Mailer } from './lib/mailer.js';
+import { createMailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
@@ -19,7 +23,7 @@ import { ApprovalSettlements } from './modules/approvals/approval-settlements.js
 import { AuditService } from './modules/audit/audit-service.js';
 import { DecisionLinkService } from './modules/links/decision-link-service.js';
 import { CheckpointService } from './modules/audit/checkpoint-service.js';
-import { parseSigningKey } from './modules/audit/checkpoint-signing.js';
+import { parseSigningKey } from './lib/signing-key.js';
 import { MemberService } from './modules/members/member-service.js';
 import { NotificationStore } from './modules/notifications/notification-store.js';
 import { OrgService } from './modules/orgs/org-service.js';
@@ -27,6 +31,7 @@ import { OutboxSignal } from './modules/outbox/outbox-signal.js';
 import { OutboxStore } from './modules/outbox/outbox-store.js';
 import { PolicyService } from './modules/policies/policy-service.js';
 import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
+import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
 import { SecretBox } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
@@ -41,40 +46,38 @@ import { allowsPrivateWebhookUrls } from './modules/webhooks/webhook-url-guard.j
  */
 export type ProcessRole = 'web' | 'worker' | 'cli';
 
-/** Everything a process needs, wired once from the configuration: the one composition root. */
-export interface Services {
-  config: Config;
-  logger: Logger;
-  db: Database;
-  sql: Sql;
+/**
+ * Everything a process needs, wired once from the configuration: the one composition root. The
+ * worker hands consumers the part of it in ConsumerContext; no domain service is handed it whole.
+ */
+export interface Services extends ConsumerContext {
   redis: Redis;
   settlements: ApprovalSettlements;
-  approvalFeed: ApprovalFeed;
   outboxSignal: OutboxSignal;
-  outbox: OutboxStore;
   /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
   consumers: readonly EventConsumer<any>[];
-  consumerTasks: ConsumerTaskStore;
   jobs: JobQueues;
-  mailer: Mailer;
   metrics: Metrics;
   orgs: OrgService;
-  members: MemberService;
   policies: PolicyService;
-  approvals: ApprovalService;
   webhooks: WebhookService;
-  deliveries: DeliveryService;
   audit: AuditService;
-  /** Who was told about which approval on which channel (see docs/members-and-channels.md). */
-  notifications: NotificationStore;
-  decisionLinks: DecisionLinkService;
-  slack: SlackService;
-  slackRateLimiter: SlackRateLimiter;
-  checkpoints: CheckpointService;
+  /** Buttons pressed and modals submitted in Slack. */
+  slackInteractions: SlackInteractions;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
 }
+
+/**
+ * Every queue: the standalone jobs and each consumer's. Producers, the roles of WORKER_QUEUES,
+ * worker concurrency and Bull Board's list all come from here.
+ */
+export function jobsFor(consumers: readonly EventConsumer<any>[]): JobDefinition<any>[] {
+  return [...STANDALONE_JOBS, ...consumers.flatMap((consumer) => (consumer.job ? [consumer.job] : []))];
+}
+
+export const JOBS = jobsFor(CONSUMERS);
 
 /** Readiness answers within this: a database or Redis that hangs is as unready as one that refuses. */
 const READINESS_TIMEOUT_MS = 1_000;
@@ -130,7 +133,7 @@ export async function createServices(
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
-  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs, metrics, logger, {
+  const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs.producer(webhookDeliveryJob), metrics, logger, {
     allowPrivate,
     concurrency: config.WEBHOOK_DELIVERY_CONCURRENCY,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
@@ -140,7 +143,7 @@ export async function createServices(
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
     data,
-    { jobs, logger, checkpoints },
+    { exportQueue: jobs.producer(auditExportJob), logger, checkpoints },
     {
       databaseUrl: config.DATABASE_URL,
       exportDir: config.EXPORT_DIR,
@@ -148,6 +151,15 @@ export async function createServices(
     },
   );
   const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
+  const slack = new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger });
+  const slackInteractions = new SlackInteractions({
+    slack,
+    approvals,
+    members,
+    ephemeralQueue: jobs.producer(slackEphemeralJob),
+    config,
+    logger,
+  });
 
   return {
     config,
@@ -173,7 +185,8 @@ export async function createServices(
     audit,
     notifications: new NotificationStore(sql),
     decisionLinks: new DecisionLinkService(sql, approvals, { publicUrl: config.PUBLIC_URL }),
-    slack: new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger }),
+    slack,
+    slackInteractions,
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
     async checkReadiness() {

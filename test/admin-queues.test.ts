@@ -3,7 +3,7 @@ import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/http/app.js';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
-import { JOBS } from '../src/jobs/registry.js';
+import { JOBS } from '../src/services.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 const USER = 'ops';

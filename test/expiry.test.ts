@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
-import { DeadlineWatcher } from '../src/modules/approvals/deadline-watcher.js';
+import { DeadlineWatcher } from '../workers/deadline-watcher.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';

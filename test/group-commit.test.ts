@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../src/modules/approvals/approval-store.js';
-import { voteOn, type Vote } from '../src/modules/approvals/approval-transitions.js';
+import { voteOn } from '../src/modules/approvals/approval-transitions.js';
+import type { Vote } from '../src/modules/approvals/approval-types.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
 import { orphanCreation } from './support/orphans.js';

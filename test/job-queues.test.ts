@@ -17,7 +17,6 @@ const probeJob = defineJob<{ key: string; fail: boolean }>({
   payload: z.object({ key: z.string(), fail: z.boolean() }),
   options: { attempts: 1, backoff: { type: 'fixed', delay: 10 }, concurrency: () => 1 },
   jobId: ({ key }) => `probe-${key}`,
-  processor: () => async () => undefined,
 });
 
 let jobs: JobQueues;

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENQUEUE_BATCH_TIMEOUT_MS } from '../src/jobs/job-queues.js';
 import { withTimeout } from '../src/lib/time.js';
-import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
+import { OutboxRelay } from '../workers/outbox-relay.js';
 import { startWorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
 import { freePort } from './support/listen.js';

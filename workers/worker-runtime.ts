@@ -2,18 +2,18 @@ import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { JobDefinition } from '../src/jobs/job.js';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
-import { JOBS } from '../src/jobs/registry.js';
 import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
 import { serveMetrics } from '../src/http/metrics-endpoint.js';
-import { DeadlineWatcher } from '../src/modules/approvals/deadline-watcher.js';
-import { OutboxRelay } from '../src/modules/outbox/outbox-relay.js';
-import type { Services } from '../src/services.js';
+import { DeadlineWatcher } from './deadline-watcher.js';
+import { OutboxRelay } from './outbox-relay.js';
+import { JOBS, type Services } from '../src/services.js';
+import { processorsFor } from './processors/registry.js';
 
 /** Due approvals one look of a deadline watcher hands to the expiry queue. */
 const DEADLINE_PAGE_SIZE = 500;
 
 /**
- * What a worker process can do: relay the outbox, and run any queue of the job registry (with
+ * What a worker process can do: relay the outbox, and run any queue of JOBS (with
  * `approval-expiry`, also watch the deadlines that feed it).
  */
 export const WORKER_ROLES: readonly string[] = ['outbox-relay', ...JOBS.map((job) => job.queue)];
@@ -54,13 +54,16 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
     });
   };
 
+  const processors = processorsFor(services.consumers);
   const startWorker = (definition: JobDefinition<any>) => {
     const queue = definition.queue;
+    const processor = processors.get(queue);
+    if (!processor) throw new Error(`no processor runs the queue ${queue}`);
     // Workers block on Redis, so each gets its own connection without a retry limit (BullMQ requirement).
     const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null, connectionName: `approval-gate:worker:${queue}` });
     connection.on('error', (error: Error) => logger.warn({ err: error, queue }, 'redis connection error'));
     connections.push(connection);
-    const handle = definition.processor(services);
+    const handle = processor(services);
     const worker = new Worker(queue, (job, token, signal) => handle(definition.payload.parse(job.data), job, token, signal), {
       connection,
       prefix: config.REDIS_PREFIX,

@@ -1,5 +1,5 @@
 import type { AdminNotice } from '../modules/orgs/admin-notices.js';
-import type { Services } from '../services.js';
+import type { ConsumerContext } from './consumer.js';
 
 /** What a mailing job did, kept by BullMQ as its return value and shown in Bull Board. */
 export type MailOutcome = { sent: number } | { skipped: string };
@@ -10,7 +10,7 @@ export type MailOutcome = { sent: number } | { skipped: string };
  * something deleted since is dropped rather than sent stale.
  */
 export async function mailAdmins(
-  { db, mailer, logger }: Pick<Services, 'db' | 'mailer' | 'logger'>,
+  { db, mailer, logger }: Pick<ConsumerContext, 'db' | 'mailer' | 'logger'>,
   orgId: string,
   kind: string,
   render: (org: { name: string }) => Promise<AdminNotice | null>,

@@ -1,32 +1,75 @@
 import { z } from 'zod';
-import { defineJob, deferOrRethrow, isLastAttempt, RetryLater, type JobDefinition, type JobOptions } from '../jobs/job.js';
 import type { Config } from '../config.js';
+import type { Database, Sql } from '../data/database.js';
+import { defineJob, type JobDefinition, type JobHandler, type JobOptions } from '../jobs/job.js';
+import { deferOrRethrow, isLastAttempt, RetryLater } from '../lib/job-retries.js';
+import type { Logger } from '../lib/logger.js';
+import type { Mailer } from '../lib/mailer.js';
+import type { ApprovalFeed } from '../modules/approvals/approval-feed.js';
+import type { ApprovalService } from '../modules/approvals/approval-service.js';
+import type { CheckpointService } from '../modules/audit/checkpoint-service.js';
 import type { DomainEventType } from '../modules/audit/audit-events.js';
+import type { DecisionLinkService } from '../modules/links/decision-link-service.js';
+import type { MemberService } from '../modules/members/member-service.js';
+import type { NotificationStore } from '../modules/notifications/notification-store.js';
 import type { DomainEvent } from '../modules/outbox/domain-events.js';
-import type { Services } from '../services.js';
+import type { OutboxStore } from '../modules/outbox/outbox-store.js';
+import type { SlackRateLimiter } from '../modules/slack/slack-rate-limiter.js';
+import type { SlackService } from '../modules/slack/slack-service.js';
+import type { DeliveryService } from '../modules/webhooks/delivery-service.js';
+import type { ConsumerTaskStore } from './consumer-task-store.js';
 
 /**
- * Something that acts on committed domain events: delivers webhooks, mails admins, posts to
- * Slack. The outbox relay hands every event to each consumer subscribed to its type, so adding a
- * consumer is one folder and one line in registry.ts, and no other consumer changes.
+ * What consumers act with: the domain services and the plumbing their work reaches. The worker
+ * hands it over; the composition root's Services is one, and more.
  */
-export interface EventConsumer<Payload = unknown> {
+export interface ConsumerContext {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  sql: Sql;
+  mailer: Mailer;
+  outbox: OutboxStore;
+  consumerTasks: ConsumerTaskStore;
+  approvals: ApprovalService;
+  approvalFeed: ApprovalFeed;
+  /** Who was told about which approval on which channel (contract C11). */
+  notifications: NotificationStore;
+  decisionLinks: DecisionLinkService;
+  members: MemberService;
+  deliveries: DeliveryService;
+  checkpoints: CheckpointService;
+  slack: SlackService;
+  slackRateLimiter: SlackRateLimiter;
+}
+
+/** What the relay asks of a consumer: the events it takes, and the durable work they make. */
+export interface EventSubscriber<Payload> {
   name: string;
   events: readonly DomainEventType[];
   /** A finer filter, applied by the relay: events it refuses make no work for this consumer. */
   accepts?: (event: DomainEvent, config: Config) => boolean;
   /**
-   * The queue the consumer's work runs on. A consumer without one does all its work in `plan`
-   * (a broadcast, whose receivers can catch up from the audit chain themselves).
-   */
-  job?: JobDefinition<Payload>;
-  /**
    * Writes the durable work these events make for the consumer and returns the jobs to enqueue.
    * The relay calls it before it marks the events relayed, so work whose job Redis lost is still
    * in PostgreSQL. It must be idempotent: after a relay crash it runs again for the same events.
    */
-  plan(events: readonly DomainEvent[], services: Services): Promise<Payload[]>;
+  plan(events: readonly DomainEvent[], context: ConsumerContext): Promise<Payload[]>;
 }
+
+/**
+ * Something that acts on committed domain events: delivers webhooks, mails admins, posts to
+ * Slack. The outbox relay hands every event to each consumer subscribed to its type, so adding a
+ * consumer is one folder and one line in registry.ts, and no other consumer changes. Its work runs
+ * on a queue of its own (`job`), and `processor` is what runs a job of it, in the worker; a
+ * consumer without a queue does all its work in `plan` (a broadcast, whose receivers can catch up
+ * from the audit chain themselves).
+ */
+export type EventConsumer<Payload = unknown> = EventSubscriber<Payload> &
+  (
+    | { job: JobDefinition<Payload>; processor: (context: ConsumerContext) => JobHandler<Payload> }
+    | { job?: undefined; processor?: undefined }
+  );
 
 export interface EventTaskPayload {
   eventId: string;
@@ -41,7 +84,7 @@ export interface EventHandlerSpec {
    * Acts on one event; throwing retries it with the options' backoff, throwing RetryLater runs it
    * again after the wait it names, without counting an attempt. Built once per worker.
    */
-  handle: (services: Services) => (event: DomainEvent) => Promise<unknown>;
+  handle: (context: ConsumerContext) => (event: DomainEvent) => Promise<unknown>;
 }
 
 /**
@@ -53,18 +96,24 @@ export interface EventHandlerSpec {
 export function defineEventHandler(
   spec: EventHandlerSpec,
 ): EventConsumer<EventTaskPayload> & Pick<EventHandlerSpec, 'handle'> & { job: JobDefinition<EventTaskPayload> } {
-  const job = defineJob<EventTaskPayload>({
-    queue: spec.name,
-    payload: z.object({ eventId: z.uuid() }),
-    options: spec.options,
-    jobId: ({ eventId }) => `${spec.name}.${eventId}`,
-    processor: (services) => {
-      const handle = spec.handle(services);
-      const tasks = services.consumerTasks;
+  return {
+    name: spec.name,
+    events: spec.events,
+    ...(spec.accepts ? { accepts: spec.accepts } : {}),
+    handle: spec.handle,
+    job: defineJob<EventTaskPayload>({
+      queue: spec.name,
+      payload: z.object({ eventId: z.uuid() }),
+      options: spec.options,
+      jobId: ({ eventId }) => `${spec.name}.${eventId}`,
+    }),
+    processor: (context) => {
+      const handle = spec.handle(context);
+      const tasks = context.consumerTasks;
       return async ({ eventId }, bullJob, token) => {
         if (!(await tasks.begin(eventId, spec.name))) return { skipped: 'task is no longer pending' };
         try {
-          const [event] = await services.outbox.load([eventId]);
+          const [event] = await context.outbox.load([eventId]);
           const result = event ? await handle(event) : { skipped: 'event no longer exists' };
           await tasks.complete(eventId, spec.name);
           return result;
@@ -75,15 +124,8 @@ export function defineEventHandler(
         }
       };
     },
-  });
-  return {
-    name: spec.name,
-    events: spec.events,
-    ...(spec.accepts ? { accepts: spec.accepts } : {}),
-    handle: spec.handle,
-    job,
-    async plan(events, services) {
-      const pending = await services.consumerTasks.create(spec.name, events);
+    async plan(events, { consumerTasks }) {
+      const pending = await consumerTasks.create(spec.name, events);
       return pending.map((eventId) => ({ eventId }));
     },
   };

@@ -20,7 +20,6 @@ import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { mountSlackInteractions, slackInteractionOperation } from './slack-interactions.js';
-import { SlackInteractions } from '../modules/slack/slack-interactions.js';
 
 const API_DESCRIPTION =
   'An agent asks before it acts; a policy answers at once or a human decides; every outcome is written into a per-organization audit chain and delivered as a signed webhook. The guide, with examples, is in docs/ of the repository.';
@@ -59,7 +58,7 @@ export function createApp(services: Services): Express {
   mountConsole(app, services.config.CONSOLE_DIR);
 
   mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
-  mountSlackInteractions(app, new SlackInteractions(services));
+  mountSlackInteractions(app, services.slackInteractions);
 
   const api = express.Router();
   mountRoutes(api, routes, {

@@ -1,30 +1,15 @@
-import { DelayedError } from 'bullmq';
 import { z } from 'zod';
-import type { Actor } from '../modules/audit/audit-events.js';
 import { defineJob } from './job.js';
-
-const actor: Actor = { type: 'system', id: 'expiry-worker' };
 
 /**
  * Settles a pending approval whose deadline has passed: expired, or escalated with its successor.
- * The deadline watchers (src/modules/approvals/deadline-watcher.ts) enqueue it when the deadline
- * passes, as `expire-<id>`, so that handing it over twice makes one job; the sweep of the
- * maintenance queue covers jobs Redis lost.
+ * The deadline watchers (workers/deadline-watcher.ts) enqueue it when the deadline passes, as
+ * `expire-<id>`, so that handing it over twice makes one job; the sweep of the maintenance queue
+ * covers jobs Redis lost.
  */
 export const approvalExpiryJob = defineJob<{ orgId: string; approvalId: string }>({
   queue: 'approval-expiry',
   payload: z.object({ orgId: z.uuid(), approvalId: z.uuid() }),
   options: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, concurrency: (config) => config.EXPIRY_CONCURRENCY },
   jobId: ({ approvalId }) => `expire-${approvalId}`,
-  processor:
-    ({ approvals }) =>
-    async ({ orgId, approvalId }, job, token) => {
-      const outcome = await approvals.timeOut(orgId, approvalId, actor);
-      if (outcome.kind === 'not_due') {
-        // Early by clock differences between Redis, this process and the database: wait for it.
-        await job.moveToDelayed(outcome.dueAt.getTime(), token);
-        throw new DelayedError();
-      }
-      return outcome;
-    },
 });

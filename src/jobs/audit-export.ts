@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deferOrRethrow, defineJob, isLastAttempt, RetryLater } from './job.js';
+import { defineJob } from './job.js';
 
 /**
  * Writes a bulk audit export; the export is marked failed once its last attempt fails. A worker
@@ -12,15 +12,4 @@ export const auditExportJob = defineJob<{ orgId: string; exportId: string }>({
   // Each export holds a connection and streams for a while; few at a time keep the database responsive.
   options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, concurrency: (config) => config.AUDIT_EXPORT_CONCURRENCY },
   jobId: ({ exportId }) => `audit-export-${exportId}`,
-  processor:
-    ({ audit }) =>
-    async ({ orgId, exportId }, job, token, signal) => {
-      try {
-        return await audit.runExport(orgId, exportId, signal);
-      } catch (error) {
-        if (error instanceof RetryLater) return deferOrRethrow(error, job, token);
-        if (isLastAttempt(job)) await audit.failExport(orgId, exportId);
-        throw error;
-      }
-    },
 });

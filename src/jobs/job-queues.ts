@@ -4,13 +4,6 @@ import type { Logger } from '../lib/logger.js';
 import type { JobDefinition } from './job.js';
 
 /**
- * How long enqueueing work that a sweeper would also find in Postgres waits on Redis (a request's
- * wait, or a hint's in the background): past it the wait is given up, and the work starts late
- * instead of never.
- */
-export const ENQUEUE_HINT_TIMEOUT_MS = 250;
-
-/**
  * How long a loop that hands a batch of rows to the queues (outbox relay, deadline watcher) waits
  * on Redis before it treats Redis as down and leaves the rows for its next look.
  */
@@ -21,6 +14,15 @@ export const retention = {
   removeOnComplete: { age: 3600, count: 1000 },
   removeOnFail: { age: 7 * 24 * 3600 },
 } as const;
+
+/**
+ * One queue as its producers see it: what the composition root hands a domain service, which
+ * declares the part it uses as a port of its own and so knows no queue.
+ */
+export interface JobProducer<Payload> {
+  add(payload: Payload, delayMs?: number): Promise<void>;
+  rerun(payload: Payload, delayMs?: number): Promise<void>;
+}
 
 interface Enqueued {
   payload: unknown;
@@ -96,6 +98,14 @@ export class JobQueues {
         return;
     }
     await this.add(definition, payload, delayMs);
+  }
+
+  /** The producer side of one queue: `add` and `rerun` bound to its definition. */
+  producer<Payload>(definition: JobDefinition<Payload>): JobProducer<Payload> {
+    return {
+      add: (payload, delayMs) => this.add(definition, payload, delayMs),
+      rerun: (payload, delayMs) => this.rerun(definition, payload, delayMs),
+    };
   }
 
   async close(): Promise<void> {

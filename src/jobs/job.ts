@@ -1,7 +1,6 @@
-import { DelayedError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
-import type { Services } from '../services.js';
 
 export interface JobOptions {
   /** Runs of one job before it fails for good; our own failures (database away) are what they cover. */
@@ -12,16 +11,11 @@ export interface JobOptions {
 }
 
 /**
- * Handles one job; `job` and `token` are BullMQ's, for processors that reschedule themselves;
- * `signal` aborts when the worker stops, for long jobs that can save their place and give way.
- */
-export type JobHandler<Payload> = (payload: Payload, job: Job, token: string | undefined, signal?: AbortSignal) => Promise<unknown>;
-
-/**
- * A queue, everything about it in one place: its name, the zod schema of its payload (ids only:
- * processors re-read rows and re-check their state, so a stale or repeated job is harmless), its
- * options and its processor. Producers (API, relay, workers), the worker roles of `WORKER_QUEUES`,
- * Bull Board and worker concurrency all read the same definition (see registry.ts).
+ * A queue as its producers and the worker both know it: its name, the zod schema of its payload
+ * (ids only: processors re-read rows and re-check their state, so a stale or repeated job is
+ * harmless) and its options. Producers (API, relay, workers), the worker roles of
+ * `WORKER_QUEUES`, Bull Board and worker concurrency all read the same declaration. What runs its
+ * jobs is apart from it, and only the worker knows that (workers/processors/registry.ts).
  */
 export interface JobDefinition<Payload = unknown> {
   queue: string;
@@ -31,37 +25,17 @@ export interface JobDefinition<Payload = unknown> {
   jobId?: (payload: Payload) => string;
   /** Jobs that run periodically while a worker with this role is up (BullMQ job schedulers). */
   schedules?: (config: Config) => { id: string; payload: Payload; everyMs: number }[];
-  /** Builds the handler once per worker process, from the services of the composition root. */
-  processor: (services: Services) => JobHandler<Payload>;
 }
 
 export function defineJob<Payload>(definition: JobDefinition<Payload>): JobDefinition<Payload> {
   return definition;
 }
 
-/** True when this run of the job is its last: a failure now is final. */
-export function isLastAttempt(job: Pick<Job, 'attemptsMade' | 'opts'>): boolean {
-  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-}
+export type PayloadOf<Definition> = Definition extends JobDefinition<infer Payload> ? Payload : never;
 
 /**
- * Thrown by a handler that must wait before it can go on (a third party's rate limit): the job runs
- * again after `delayMs`, and the wait is not counted as a failed attempt.
+ * Runs one job of a queue: what a processor builds, once per worker process. `job` and `token`
+ * are BullMQ's, for processors that reschedule themselves; `signal` aborts when the worker stops,
+ * for long jobs that can save their place and give way.
  */
-export class RetryLater extends Error {
-  override name = 'RetryLater';
-
-  constructor(
-    readonly delayMs: number,
-    reason: string,
-  ) {
-    super(`${reason}; again in ${delayMs} ms`);
-  }
-}
-
-/** Moves the job to the delayed set for a RetryLater; rethrows anything else. */
-export async function deferOrRethrow(error: unknown, job: Job, token: string | undefined): Promise<never> {
-  if (!(error instanceof RetryLater)) throw error;
-  await job.moveToDelayed(Date.now() + error.delayMs, token);
-  throw new DelayedError();
-}
+export type JobHandler<Payload> = (payload: Payload, job: Job, token: string | undefined, signal?: AbortSignal) => Promise<unknown>;

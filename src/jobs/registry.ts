@@ -1,23 +1,11 @@
-import type { EventConsumer } from '../consumers/consumer.js';
-import { CONSUMERS } from '../consumers/registry.js';
-import { slackEphemeralJob } from './slack-ephemeral.js';
 import { approvalExpiryJob } from './approval-expiry.js';
 import { auditExportJob } from './audit-export.js';
 import type { JobDefinition } from './job.js';
 import { maintenanceJob } from './maintenance.js';
+import { slackEphemeralJob } from './slack-ephemeral.js';
 
 /**
- * Every queue: the standalone jobs and each consumer's. Producers, the roles of WORKER_QUEUES,
- * worker concurrency and Bull Board's list all come from here.
+ * The queues that no consumer owns. Each consumer's queue is declared with it (src/consumers/);
+ * the composition root puts the two together into the list of every queue (JOBS).
  */
-export function jobsFor(consumers: readonly EventConsumer<any>[]): JobDefinition<any>[] {
-  return [
-    approvalExpiryJob,
-    maintenanceJob,
-    auditExportJob,
-    slackEphemeralJob,
-    ...consumers.flatMap((consumer) => (consumer.job ? [consumer.job] : [])),
-  ];
-}
-
-export const JOBS = jobsFor(CONSUMERS);
+export const STANDALONE_JOBS: readonly JobDefinition<any>[] = [approvalExpiryJob, maintenanceJob, auditExportJob, slackEphemeralJob];

@@ -2,6 +2,13 @@ import type { Logger } from './logger.js';
 import { withTimeout } from './time.js';
 
 /**
+ * How long enqueueing work that a sweeper would also find in Postgres waits on Redis (a request's
+ * wait, or a hint's in the background): past it the wait is given up, and the work starts late
+ * instead of never.
+ */
+export const ENQUEUE_HINT_TIMEOUT_MS = 250;
+
+/**
  * Work that an answer does not wait for: the hints sent to Redis after a commit (an expiry to
  * schedule, a relay or a long-poll to wake), none of which correctness needs. An answer that waited
  * for them paid a Redis round trip, and a Redis that hangs without closing its connections (no

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
-import { pino, type DestinationStream, type Logger } from 'pino';
-import type { Config } from '../config.js';
+import { pino, type DestinationStream, type LevelWithSilent, type Logger } from 'pino';
 
 export type { Logger };
 
@@ -8,7 +7,11 @@ export type { Logger };
  * Structured JSON logs; credentials are redacted wherever they might appear. In development on a
  * terminal the lines are pretty-printed instead, one readable line per event.
  */
-export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'NODE_ENV'>, name: string, destination?: DestinationStream): Logger {
+export function createLogger(
+  config: { LOG_LEVEL: LevelWithSilent; NODE_ENV: string },
+  name: string,
+  destination?: DestinationStream,
+): Logger {
   return pino(
     {
       name,

@@ -1,5 +1,4 @@
 import { createTransport } from 'nodemailer';
-import type { Config } from '../config.js';
 import type { Logger } from './logger.js';
 
 export interface MailMessage {
@@ -17,7 +16,7 @@ export interface Mailer {
 }
 
 /** SMTP over `SMTP_URL`; without it the mail is written to the log, so development needs no mail server. */
-export function createMailer(config: Pick<Config, 'SMTP_URL' | 'MAIL_FROM'>, logger: Logger): Mailer {
+export function createMailer(config: { SMTP_URL?: string | undefined; MAIL_FROM: string }, logger: Logger): Mailer {
   if (!config.SMTP_URL) {
     return {
       async send({ to, subject, text }) {

@@ -1,4 +1,5 @@
-import { createApproval, type Creation } from '../../src/modules/approvals/approval-transitions.js';
+import { createApproval } from '../../src/modules/approvals/approval-transitions.js';
+import type { Creation } from '../../src/modules/approvals/approval-types.js';
 
 /**
  * The creation of an orphan (no policy under its key) requested by an API key, as the service

@@ -3,21 +3,15 @@ import { DelayedError } from 'bullmq';
 import { z } from 'zod';
 import { defineJob } from '../../jobs/job.js';
 import { WEBHOOK_EVENT_TYPES } from '../../modules/audit/audit-events.js';
-import { slotHolder } from '../../modules/webhooks/delivery-service.js';
+import { slotHolder, type DeliveryAttempt } from '../../modules/webhooks/delivery-service.js';
 import type { EventConsumer } from '../consumer.js';
-
-/** One attempt of one delivery: a retry, a redelivery, a sweep, or a first attempt on its own. */
-export interface DeliveryAttemptPayload {
-  deliveryId: string;
-  attempt: number;
-}
 
 /** The first attempts of many deliveries, fresh from the fan-out. */
 export interface FirstAttemptsPayload {
   firstAttempts: string[];
 }
 
-export type WebhookDeliveryPayload = DeliveryAttemptPayload | FirstAttemptsPayload;
+export type WebhookDeliveryPayload = DeliveryAttempt | FirstAttemptsPayload;
 
 /**
  * Webhook attempts. A retry is a job of its own, the attempt number in its id, so a sweeper can
@@ -41,19 +35,6 @@ export const webhookDeliveryJob = defineJob<WebhookDeliveryPayload>({
     'firstAttempts' in payload
       ? `first-attempts-${createHash('sha256').update(payload.firstAttempts.join(',')).digest('base64url')}`
       : `${payload.deliveryId}-${payload.attempt}`,
-  processor:
-    ({ deliveries }) =>
-    async (payload, job, token) => {
-      if ('firstAttempts' in payload) return deliveries.attemptFirst(payload.firstAttempts, token);
-      const { deliveryId, attempt } = payload;
-      const outcome = await deliveries.attempt(deliveryId, attempt, slotHolder(deliveryId, attempt, token));
-      if (outcome === 'busy') {
-        // The endpoint has its share of attempts in flight: step aside so other endpoints go first.
-        await job.moveToDelayed(Date.now() + 50 + Math.round(Math.random() * 200), token);
-        throw new DelayedError();
-      }
-      return outcome;
-    },
 });
 
 /**
@@ -77,4 +58,17 @@ export const webhookConsumer: EventConsumer<WebhookDeliveryPayload> = {
     }
     return jobs;
   },
+  processor:
+    ({ deliveries }) =>
+    async (payload, job, token) => {
+      if ('firstAttempts' in payload) return deliveries.attemptFirst(payload.firstAttempts, token);
+      const { deliveryId, attempt } = payload;
+      const outcome = await deliveries.attempt(deliveryId, attempt, slotHolder(deliveryId, attempt, token));
+      if (outcome === 'busy') {
+        // The endpoint has its share of attempts in flight: step aside so other endpoints go first.
+        await job.moveToDelayed(Date.now() + 50 + Math.round(Math.random() * 200), token);
+        throw new DelayedError();
+      }
+      return outcome;
+    },
 };

@@ -11,27 +11,10 @@ import { ApprovalWrites } from './approval-writes.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
-import {
-  ApprovalLookups,
-  ApprovalStore,
-  type Approval,
-  type ApprovalRecord,
-  type CreateOutcome,
-  type DecisionRefusal,
-  type MonthlyQuota,
-  type VoteOutcome,
-  type VoterRecord,
-} from './approval-store.js';
+import { ApprovalLookups, ApprovalStore, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
+import type { Approval, ApprovalRecord, Creation, DecisionRefusal, VoteOutcome, VoterRecord } from './approval-types.js';
 import type { Actor } from '../audit/audit-events.js';
-import {
-  applySettlement,
-  createApproval,
-  currentPayloadHash,
-  timeOutApproval,
-  voteOn,
-  type Creation,
-  type Governing,
-} from './approval-transitions.js';
+import { applySettlement, createApproval, currentPayloadHash, timeOutApproval, voteOn, type Governing } from './approval-transitions.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 
 /** Policy writes racing one creation this often mean something is wrong, not busy. */

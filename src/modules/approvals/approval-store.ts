@@ -1,36 +1,11 @@
 import { byColumn, selectList, type ColumnMap } from '../../data/columns.js';
 import { transactionSql, type Database, type Sql } from '../../data/database.js';
-import type { Approval } from '../../generated/prisma/client.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
-import type { MemberRole } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
-import type { ApprovalStatus, Decider } from './approval-schemas.js';
-import type { Vote } from './approval-transitions.js';
+import type { ApprovalStatus } from './approval-schemas.js';
+import type { Approval, ApprovalRecord, Creation, NewApproval, Settlement, VoteOutcome, VoterRecord } from './approval-types.js';
 import { auditEventsArgument } from '../audit/audit-store.js';
-
-export type { Approval };
-export type NewApproval = Omit<Approval, 'orgId'>;
-/** An approval as read: the row and its votes. */
-export type ApprovalRecord = Approval & { votes: Vote[] };
-
-/** Who votes, as the database's decision rules read it (see ag_decision_refusal): the credential, whose principal the database resolves. */
-export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };
-
-export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
-export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed';
-
-/** The terminal fields a settlement writes; `payload` and its hash only when a reviewer edited it. */
-export interface Settlement {
-  status: Approval['status'];
-  verdict: string | null;
-  feedback: string | null;
-  decidedAt: Date;
-  decidedBy: Decider | null;
-  payload?: unknown;
-  payloadHash?: string;
-  escalatedTo?: string;
-}
 
 /** A page of GET /v1/approvals: newest first, after the position of `after` (exclusive). */
 export interface ApprovalListing {
@@ -54,12 +29,6 @@ export interface MonthlyQuota {
 
 /** `stale_policy`: the policy changed since it was read for evaluation; evaluate again. */
 export type CreateOutcome = 'created' | 'duplicate' | 'quota_exceeded' | 'stale_policy';
-
-export interface CreationRecord {
-  approval: NewApproval;
-  events: AuditEventDraft[];
-  policyRevision: string | null;
-}
 
 /**
  * Approvals of one organization. Every query carries the organization id given at construction,
@@ -162,7 +131,7 @@ export class ApprovalStore {
   }
 
   /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
-  settleWithSuccessor(id: string, settlement: Settlement, events: AuditEventDraft[], successor: CreationRecord): Promise<boolean> {
+  settleWithSuccessor(id: string, settlement: Settlement, events: AuditEventDraft[], successor: Creation): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
       const sql = transactionSql(tx);
       if (!(await settleApproval(sql, this.orgId, id, settlement, events, 'reached'))) return false;
@@ -233,7 +202,7 @@ export type Deadline = 'before' | 'reached';
 async function insertApproval(
   sql: Sql,
   orgId: string,
-  { approval, events, policyRevision }: CreationRecord,
+  { approval, events, policyRevision }: Creation,
   quota: MonthlyQuota | null,
 ): Promise<Exclude<CreateOutcome, 'quota_exceeded'>> {
   const [row] = await sql.query<{ outcome: Exclude<CreateOutcome, 'quota_exceeded'> }>(

@@ -1,25 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { canonicalJson, type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../audit/audit-events.js';
-import type { PolicyDocument } from '../policies/policy-schemas.js';
+import { DECISION_CHANNELS, type PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
 import type { ApprovalCreateInput, Decider, DecisionInput } from './approval-schemas.js';
-import type { Approval, NewApproval, Settlement } from './approval-store.js';
-
-/**
- * Every state change of an approval, as data: the row to write and the audit events (with their
- * webhook bodies) that must commit with it. The store writes both atomically; nothing else
- * decides what an approval becomes.
- */
-export interface Creation {
-  approval: NewApproval;
-  events: AuditEventDraft[];
-  policyRevision: string | null;
-}
-
-export interface Settling {
-  settlement: Settlement;
-  events: AuditEventDraft[];
-}
+import type { Approval, Creation, NewApproval, Settlement, Settling, Vote } from './approval-types.js';
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
 export type Governing = (
@@ -74,7 +58,7 @@ const DEFAULT_DECISION_RULES: Pick<PolicyDocument, 'reviewers' | 'quorum' | 'all
   reviewers: { roles: ['reviewer', 'admin'], members: [] },
   quorum: 1,
   allowSelfApproval: false,
-  channels: ['api', 'console', 'email', 'slack'],
+  channels: [...DECISION_CHANNELS],
 };
 
 /**
@@ -198,14 +182,6 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
       },
     ],
   };
-}
-
-/** A vote as the view and the database keep it. */
-export interface Vote {
-  by: Decider;
-  verdict: 'approved' | 'rejected';
-  feedback: string | null;
-  at: string;
 }
 
 /**

@@ -2,16 +2,8 @@ import type { Sql } from '../../data/database.js';
 import { GroupCommit, type GroupCommitOptions } from '../../lib/group-commit.js';
 import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
-import {
-  toApprovalRecord,
-  type CreateOutcome,
-  type CreationRecord,
-  type MonthlyQuota,
-  type Settlement,
-  type VoteOutcome,
-  type VoterRecord,
-} from './approval-store.js';
-import type { Vote } from './approval-transitions.js';
+import { toApprovalRecord, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
+import type { Creation, Settlement, Settling, Vote, VoteOutcome, VoterRecord } from './approval-types.js';
 
 /** A creation as ag_write_batch('create', ...) takes it. */
 export interface CreationItem {
@@ -35,11 +27,7 @@ export interface VoteItem {
   settledEvents: ReturnType<typeof serializeAuditEvent>[];
 }
 
-export function creationItem(
-  orgId: string,
-  { approval, events, policyRevision }: CreationRecord,
-  quota: MonthlyQuota | null,
-): CreationItem {
+export function creationItem(orgId: string, { approval, events, policyRevision }: Creation, quota: MonthlyQuota | null): CreationItem {
   return {
     orgId,
     approval: toApprovalRecord(orgId, approval),
@@ -57,7 +45,7 @@ export function voteItem(
   channel: DecisionChannel,
   vote: Vote,
   recordedEvents: AuditEventDraft[],
-  settling: { settlement: Settlement; events: AuditEventDraft[] },
+  settling: Settling,
 ): VoteItem {
   return {
     orgId,
@@ -115,7 +103,7 @@ export class ApprovalWrites {
    * Inserts the approval with its audit events (and their outbox rows). 'duplicate' means the
    * idempotency key was already used in this organization; 'stale_policy' that the policy changed.
    */
-  async create(orgId: string, creation: CreationRecord, quota: MonthlyQuota | null): Promise<CreateOutcome> {
+  async create(orgId: string, creation: Creation, quota: MonthlyQuota | null): Promise<CreateOutcome> {
     return outcomeOf(await this.creations.submit(creationItem(orgId, creation, quota))) as CreateOutcome;
   }
 

@@ -5,9 +5,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { poolSql, type DataLayer } from '../../data/database.js';
 import { ConflictError, GoneError, NotFoundError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
-import { auditExportJob } from '../../jobs/audit-export.js';
-import { RetryLater } from '../../jobs/job.js';
-import type { JobQueues } from '../../jobs/job-queues.js';
+import { RetryLater } from '../../lib/job-retries.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { canonicalJson, CHECKPOINT_EVENT_TYPE } from './audit-events.js';
 import { AuditExportChunks } from './audit-export-chunks.js';
@@ -42,6 +40,11 @@ export interface AuditOptions {
   exportRetentionHours: number;
 }
 
+/** Where a created export waits for a worker to write it (the audit-export queue). */
+export interface ExportQueue {
+  add(job: { orgId: string; exportId: string }): Promise<void>;
+}
+
 export interface AuditPage {
   events: AuditEventRow[];
   verification?: Verification;
@@ -59,7 +62,7 @@ export class AuditService {
 
   constructor(
     private readonly data: Pick<DataLayer, 'sql'>,
-    private readonly deps: { jobs: JobQueues; logger: Logger; checkpoints: CheckpointService },
+    private readonly deps: { exportQueue: ExportQueue; logger: Logger; checkpoints: CheckpointService },
     private readonly options: AuditOptions,
   ) {
     this.storage = options.exportDir ? new AuditExportFiles(options.exportDir) : new AuditExportChunks(data.sql);
@@ -124,7 +127,7 @@ export class AuditService {
     const store = this.exports(tenant.orgId);
     const created = await store.create(serializeFilters(filters));
     try {
-      await this.deps.jobs.add(auditExportJob, { orgId: tenant.orgId, exportId: created.id });
+      await this.deps.exportQueue.add({ orgId: tenant.orgId, exportId: created.id });
     } catch (error) {
       await store.fail(created.id);
       throw error;

@@ -1,7 +1,7 @@
 // The signed bytes of an audit checkpoint (see docs/audit.md), shared by the service that signs and
 // by the standalone verifier (src/cli/verify-audit-export.ts), so the two cannot disagree. Only
 // node:crypto and an RFC 8785 implementation: an auditor can read it in full.
-import { createHash, createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
 /** What is signed: the chain's hash at `seq`, for the organization, at a time, by a key. */
@@ -39,16 +39,6 @@ export function keyIdOf(publicKey: KeyObject): string {
     .update(publicKey.export({ type: 'spki', format: 'der' }))
     .digest('hex')
     .slice(0, 16);
-}
-
-/** The Ed25519 private key of AUDIT_SIGNING_KEY: PKCS#8 PEM, or the base64 of its DER. */
-export function parseSigningKey(text: string): KeyObject {
-  const trimmed = text.trim();
-  const key = trimmed.startsWith('-----BEGIN')
-    ? createPrivateKey(trimmed)
-    : createPrivateKey({ key: Buffer.from(trimmed, 'base64'), format: 'der', type: 'pkcs8' });
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the audit signing key must be Ed25519, not ${key.asymmetricKeyType}`);
-  return key;
 }
 
 export function signCheckpoint(claim: CheckpointClaim, privateKey: KeyObject): Checkpoint {

@@ -1,8 +1,10 @@
 import type { Sql } from '../../data/database.js';
 import { oneApproval } from '../approvals/approval-store.js';
 import type { MemberRole } from '../orgs/tenant.js';
+import type { DecisionChannel } from '../policies/policy-schemas.js';
 
-export type NotificationChannel = 'email' | 'slack';
+/** The channels on which the service reaches reviewers itself: all but those a decider comes to. */
+export type NotificationChannel = Exclude<DecisionChannel, 'api' | 'console'>;
 
 /** A member entitled to decide an approval through a channel, with what a notice needs. */
 export interface EntitledMember {

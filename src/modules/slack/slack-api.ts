@@ -1,5 +1,5 @@
 import { LogLevel, WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebAPIRequestError, WebClient } from '@slack/web-api';
-import { RetryLater } from '../../jobs/job.js';
+import { RetryLater } from '../../lib/job-retries.js';
 
 /**
  * A Web API client that reports every failure at once instead of retrying inside the call: jobs

@@ -1,11 +1,13 @@
 import type { WebClient } from '@slack/web-api';
-import { RetryLater } from '../../jobs/job.js';
-import type { Services } from '../../services.js';
+import { RetryLater } from '../../lib/job-retries.js';
+import type { Config } from '../../config.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
 import { consoleUrl } from '../notifications/approval-notice.js';
 import { WebAPIRateLimitedError } from './slack-api.js';
 import { approvalMessage } from './slack-messages.js';
 import type { SlackConnection } from './slack-service.js';
+import type { SlackRateLimiter } from './slack-rate-limiter.js';
 
 /** Slack's own failures (5xx, ok:false) back off from a second; its 429s wait for Retry-After instead. */
 export const slackJobOptions = {
@@ -28,7 +30,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * again after it (RetryLater), without counting an attempt.
  */
 export async function callSlack<T>(
-  { slackRateLimiter }: Pick<Services, 'slackRateLimiter'>,
+  { slackRateLimiter }: { slackRateLimiter: SlackRateLimiter },
   connection: SlackConnection,
   call: (client: WebClient) => Promise<T>,
   { inChannel }: { inChannel: boolean },
@@ -62,7 +64,7 @@ function sameState(a: ApprovalView, b: ApprovalView): boolean {
  * older state on top.
  */
 export async function refreshApprovalMessage(
-  services: Pick<Services, 'approvals' | 'slackRateLimiter' | 'config'>,
+  services: { approvals: Pick<ApprovalService, 'find'>; slackRateLimiter: SlackRateLimiter; config: Pick<Config, 'PUBLIC_URL'> },
   connection: SlackConnection,
   approvalId: string,
   message: { slackChannelId: string; slackTs: string },

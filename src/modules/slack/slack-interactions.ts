@@ -1,13 +1,15 @@
 import { z } from 'zod';
-import { slackEphemeralJob, type SlackEphemeral } from '../../jobs/slack-ephemeral.js';
 import { ConflictError, DecisionRefusedError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
 import { fieldErrors } from '../../lib/validation.js';
-import type { Services } from '../../services.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../lib/logger.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
-import type { Voter } from '../approvals/approval-service.js';
+import type { ApprovalService, Voter } from '../approvals/approval-service.js';
+import type { MemberService } from '../members/member-service.js';
 import { consoleUrl } from '../notifications/approval-notice.js';
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REJECT_MODAL, rejectModal } from './slack-messages.js';
-import type { SlackConnection } from './slack-service.js';
+import type { SlackEphemeral } from './slack-schemas.js';
+import type { SlackConnection, SlackService } from './slack-service.js';
 
 const identity = { team: z.object({ id: z.string().min(1) }), user: z.object({ id: z.string().min(1) }) };
 
@@ -35,6 +37,20 @@ type Interaction = z.output<typeof interactionSchema>;
 const buttonSchema = z.object({ action_id: z.enum([APPROVE_ACTION, REJECT_ACTION]), value: z.uuid() });
 const modalMetadataSchema = z.object({ approvalId: z.uuid(), channelId: z.string().optional() });
 
+/** Where messages to one Slack user wait for a worker (the slack-ephemeral queue). */
+export interface EphemeralQueue {
+  add(notice: SlackEphemeral): Promise<void>;
+}
+
+export interface SlackInteractionDeps {
+  slack: SlackService;
+  approvals: ApprovalService;
+  members: MemberService;
+  ephemeralQueue: EphemeralQueue;
+  config: Pick<Config, 'PUBLIC_URL'>;
+  logger: Logger;
+}
+
 /** Slack's answer: nothing (200, acknowledged), or a body (errors shown in the modal). */
 export interface InteractionAnswer {
   body?: unknown;
@@ -47,7 +63,7 @@ export interface InteractionAnswer {
  * Only database work happens before the answer; messages to the user leave from a job.
  */
 export class SlackInteractions {
-  constructor(private readonly services: Pick<Services, 'slack' | 'approvals' | 'members' | 'jobs' | 'config' | 'logger'>) {}
+  constructor(private readonly services: SlackInteractionDeps) {}
 
   async handle(rawBody: Buffer, headers: { timestamp: string | undefined; signature: string | undefined }): Promise<InteractionAnswer> {
     const verified = await this.services.slack.verify(headers.timestamp, headers.signature, rawBody);
@@ -147,7 +163,7 @@ export class SlackInteractions {
   }
 
   private tell(notice: SlackEphemeral): Promise<void> {
-    return this.services.jobs.add(slackEphemeralJob, notice);
+    return this.services.ephemeralQueue.add(notice);
   }
 }
 

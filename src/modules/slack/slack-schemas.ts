@@ -27,3 +27,13 @@ export type SlackIntegrationView = z.output<typeof slackIntegrationViewSchema>;
 export const slackLinkInputSchema = z
   .strictObject({ token: z.string().min(1).max(200).meta({ description: 'The last path segment of the link Slack showed.' }) })
   .meta({ id: 'SlackLinkInput' });
+
+/**
+ * What one Slack user is told privately after pressing a button: a link to connect their Slack
+ * account (made when the job runs, so no token waits in Redis), or a text (a refusal, what to do).
+ */
+export const slackEphemeralSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('link'), orgId: z.uuid(), channelId: z.string(), teamId: z.string(), userId: z.string() }),
+  z.object({ kind: z.literal('text'), orgId: z.uuid(), channelId: z.string(), userId: z.string(), text: z.string().max(3000) }),
+]);
+export type SlackEphemeral = z.output<typeof slackEphemeralSchema>;

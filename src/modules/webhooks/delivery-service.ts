@@ -1,6 +1,4 @@
 import type { Logger } from '../../lib/logger.js';
-import { webhookDeliveryJob } from '../../consumers/webhooks/webhook-delivery.js';
-import type { JobQueues } from '../../jobs/job-queues.js';
 import type { Metrics } from '../../lib/metrics.js';
 import { Semaphore } from '../../lib/semaphore.js';
 import type { Actor } from '../audit/audit-events.js';
@@ -9,6 +7,21 @@ import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery }
 import type { EndpointSlots } from './endpoint-slots.js';
 import { sendWebhook, type AttemptResult } from './webhook-sender.js';
 import { signDelivery } from './webhook-signing.js';
+
+/** One attempt of one delivery: a retry, a redelivery, a sweep, or a first attempt on its own. */
+export interface DeliveryAttempt {
+  deliveryId: string;
+  attempt: number;
+}
+
+/**
+ * Where attempts wait for a worker (the webhook-delivery queue). `rerun` queues an attempt whose id
+ * may have been used before: a redelivery, a sweep, a first attempt that stepped aside.
+ */
+export interface AttemptQueue {
+  add(attempt: DeliveryAttempt, delayMs?: number): Promise<void>;
+  rerun(attempt: DeliveryAttempt, delayMs?: number): Promise<void>;
+}
 
 export type AttemptOutcome = 'skipped' | 'busy' | AttemptResolution['kind'];
 
@@ -47,7 +60,7 @@ export class DeliveryService {
   constructor(
     private readonly store: DeliveryStore,
     private readonly slots: EndpointSlots,
-    private readonly jobs: JobQueues,
+    private readonly queue: AttemptQueue,
     private readonly metrics: Metrics,
     private readonly logger: Logger,
     private readonly options: DeliveryOptions,
@@ -109,7 +122,7 @@ export class DeliveryService {
   }
 
   private stepAside(deliveryId: string, delayMs: number): Promise<void> {
-    return this.jobs.rerun(webhookDeliveryJob, { deliveryId, attempt: 1 }, delayMs + Math.round(Math.random() * 200));
+    return this.queue.rerun({ deliveryId, attempt: 1 }, delayMs + Math.round(Math.random() * 200));
   }
 
   private async attemptTarget(deliveryId: string, target: AttemptTarget | null, attempt: number, holder: string): Promise<AttemptOutcome> {
@@ -185,7 +198,7 @@ export class DeliveryService {
     if (resolution.kind !== 'retry') return;
     try {
       const delayMs = resolution.nextAttemptAt.getTime() - Date.now();
-      await this.jobs.add(webhookDeliveryJob, { deliveryId: target.deliveryId, attempt: attempt + 1 }, delayMs);
+      await this.queue.add({ deliveryId: target.deliveryId, attempt: attempt + 1 }, delayMs);
     } catch (error) {
       this.logger.warn(
         { err: error, deliveryId: target.deliveryId },
@@ -196,7 +209,7 @@ export class DeliveryService {
 
   /** Runs the next attempt of a delivery now, also when it waits as a delayed retry (redelivery). */
   deliverNow(deliveryId: string, attempt: number): Promise<void> {
-    return this.jobs.rerun(webhookDeliveryJob, { deliveryId, attempt });
+    return this.queue.rerun({ deliveryId, attempt });
   }
 
   /** The sweeper's half: re-enqueues deliveries whose next attempt is overdue (job lost with Redis). */

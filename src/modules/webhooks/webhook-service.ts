@@ -3,7 +3,7 @@ import type { Database } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { withTimeout } from '../../lib/time.js';
-import { ENQUEUE_HINT_TIMEOUT_MS } from '../../jobs/job-queues.js';
+import { ENQUEUE_HINT_TIMEOUT_MS } from '../../lib/background-work.js';
 import type { AuditEventDraft, AuditEventType, WebhookEventType } from '../audit/audit-events.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { DeliveryService } from './delivery-service.js';

@@ -1,9 +1,9 @@
-import { eventsFor } from '../../consumers/consumer.js';
-import { ENQUEUE_BATCH_TIMEOUT_MS } from '../../jobs/job-queues.js';
-import { FailureRunLog } from '../../lib/failure-run-log.js';
-import { withTimeout } from '../../lib/time.js';
-import type { Services } from '../../services.js';
-import type { DomainEvent } from './domain-events.js';
+import { eventsFor } from '../src/consumers/consumer.js';
+import { ENQUEUE_BATCH_TIMEOUT_MS } from '../src/jobs/job-queues.js';
+import { FailureRunLog } from '../src/lib/failure-run-log.js';
+import { withTimeout } from '../src/lib/time.js';
+import type { Services } from '../src/services.js';
+import type { DomainEvent } from '../src/modules/outbox/domain-events.js';
 
 export interface RelayOptions {
   batchSize: number;

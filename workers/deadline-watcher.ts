@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Sql } from '../../data/database.js';
-import { approvalExpiryJob } from '../../jobs/approval-expiry.js';
-import { ENQUEUE_BATCH_TIMEOUT_MS, type JobQueues } from '../../jobs/job-queues.js';
-import { FailureRunLog } from '../../lib/failure-run-log.js';
-import type { Logger } from '../../lib/logger.js';
-import { withTimeout } from '../../lib/time.js';
-import { ApprovalStore, type DeadlineCursor } from './approval-store.js';
+import type { Sql } from '../src/data/database.js';
+import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
+import { ENQUEUE_BATCH_TIMEOUT_MS, type JobQueues } from '../src/jobs/job-queues.js';
+import { FailureRunLog } from '../src/lib/failure-run-log.js';
+import type { Logger } from '../src/lib/logger.js';
+import { withTimeout } from '../src/lib/time.js';
+import { ApprovalStore, type DeadlineCursor } from '../src/modules/approvals/approval-store.js';
 
 export interface DeadlineWatcherOptions {
   /**
