@@ -168,7 +168,7 @@ describe('errors once a response has started', () => {
     const { lines, sink } = recordLogLines();
     const logger = createLogger({ LOG_LEVEL: 'info', NODE_ENV: 'test' }, 'test', sink);
     const app = express();
-    app.use(logRequests(app, logger));
+    app.use(logRequests(logger));
     app.get('/started', (_req, res) => {
       res.write('partial');
       throw new NotFoundError('gone midway');

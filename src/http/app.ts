@@ -30,7 +30,7 @@ export function createApp(services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(logRequests(app, services.logger));
+  app.use(logRequests(services.logger));
   app.use(recordRequests(services.metrics));
 
   const routes = [
