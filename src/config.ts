@@ -104,6 +104,14 @@ const environmentSchema = z.object({
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),
+  /**
+   * How many proxies in front of the web process append the address they saw to x-forwarded-for;
+   * the client address is taken that many entries from the end (Heroku's router: 1). 0, the
+   * default, ignores x-forwarded-for, which a client could otherwise write itself.
+   */
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  /** Sign-ins and invite acceptances one client address may try per minute (docs/members-and-channels.md). */
+  SIGN_IN_ATTEMPTS_PER_ADDRESS: positiveInt.default(30),
   /** Bulk audit exports as files in this directory, which every web and worker process must share; unset, they are kept in Postgres. */
   EXPORT_DIR: z.string().min(1).optional(),
   /** How long a finished bulk export can be downloaded; then the maintenance queue frees its storage. */

@@ -76,6 +76,8 @@ export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
   params?: P;
   /** What a path parameter that fails its schema means: no such resource (default), or bad input. */
   invalidParams?: 'not_found' | 'validation_failed';
+  /** Refusals of the route's own that run before the body is read (origin, media type, attempts per address). */
+  guards?: readonly RequestHandler[];
   /** A 402 check that needs the raw body; runs after authorization, before validation. The body may be anything, or undefined. */
   precheck?: (tenant: Tenant, rawBody: unknown) => Promise<void>;
   responses: Record<number, ResponseSpec>;
@@ -338,6 +340,7 @@ export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], opti
     const chain: RequestHandler[] = [
       ...(mode === 'public' ? [] : [authenticate(authenticators, mode)]),
       requireAccess(spec),
+      ...(spec.guards ?? []),
       ...(spec.body ? [parseJsonBody] : []),
       ...(spec.precheck ? [precheck(spec)] : []),
       handle(spec, options),
