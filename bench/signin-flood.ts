@@ -4,8 +4,8 @@
 //
 // One web process (compiled, NODE_ENV=production, TRUST_PROXY=1 as behind Heroku's router). Each
 // scenario runs for BENCH_SECONDS (default 20) with its floods going, while probes act as another
-// organization at a steady pace whatever the floods do: a member of it signs in (right password,
-// each sign-in from an address of its own) and its key lists approvals. A probe's latency counts
+// organization at a steady pace whatever the floods do: its members sign in in turn (right
+// password, each sign-in from an address of its own) and its key lists approvals. A probe's latency counts
 // from when it was due to be sent to its answer, so a stalled server shows as the stall it is.
 //
 // To add a flood (or a probe), write one object of the shape below and name it in a scenario: the
@@ -30,11 +30,17 @@ const PORT = 3911;
 /** Long enough to see a sign-in that waits behind every hash of the flood. */
 const PROBE_TIMEOUT_MS = 180_000;
 const APPROVALS_TO_LIST = 200;
+/**
+ * Members of the other organization who take turns signing in: a sign-in in flight counts against
+ * its email until it is checked, so one member signing in every second while each takes many
+ * seconds would lock their own email.
+ */
+const VICTIM_MEMBERS = 20;
 
 /** What every flood and probe is given: the server, and the organization the probes act as. */
 interface Rig {
   port: number;
-  victim: BenchOrg & { email: string; password: string };
+  victim: BenchOrg & { members: { email: string; password: string }[] };
 }
 
 /** Answers by status, and the transport errors (timeouts, resets) as status 0. */
@@ -114,7 +120,7 @@ const PROBES: Probe[] = [
         port,
         method: 'POST',
         path: '/v1/session',
-        body: { email: victim.email, password: victim.password },
+        body: victim.members[index % victim.members.length],
         headers: { 'x-forwarded-for': testNetAddress(index) },
         timeoutMs: PROBE_TIMEOUT_MS,
       });
@@ -206,7 +212,7 @@ async function runScenario(scenario: Scenario, rig: Rig): Promise<ScenarioFigure
 }
 
 /** A member of the victim org with a password, through the API as a person would. */
-async function signedUpMember(port: number, org: BenchOrg): Promise<{ email: string; password: string }> {
+async function signedUpMember(port: number, org: BenchOrg, index: number): Promise<{ email: string; password: string }> {
   const email = `victim-${randomBytes(4).toString('hex')}@bench.test`;
   const password = 'the right password';
   const invited = await expectJson(201, { port, method: 'POST', path: '/v1/members', key: org.key, body: { email, role: 'reviewer' } });
@@ -216,7 +222,7 @@ async function signedUpMember(port: number, org: BenchOrg): Promise<{ email: str
     method: 'POST',
     path: '/v1/invites/accept',
     body: { token, password },
-    headers: { 'x-forwarded-for': '192.0.2.1' },
+    headers: { 'x-forwarded-for': `192.0.2.${index + 1}` },
   });
   return { email, password };
 }
@@ -245,7 +251,9 @@ runBenchmark('bench:signin-flood', 30 * 60_000, async (cleanup) => {
       body: { action: 'refund', payload: { amount: i }, policyKey: 'bench-review' },
     });
   }
-  const rig: Rig = { port: PORT, victim: { ...org!, ...(await signedUpMember(PORT, org!)) } };
+  const members = [];
+  for (let i = 0; i < VICTIM_MEMBERS; i++) members.push(await signedUpMember(PORT, org!, i));
+  const rig: Rig = { port: PORT, victim: { ...org!, members } };
 
   const figures: ScenarioFigures[] = [];
   for (const scenario of SCENARIOS) {
