@@ -141,11 +141,25 @@ const environmentSchema = z.object({
   AUDIT_CHECKPOINT_SECONDS: positiveInt.default(300),
 });
 
+/** Bull Board's password is the one credential a guess can try from anywhere; production needs a real one. */
+const ADMIN_PASSWORD_MIN_PRODUCTION = 12;
+
 /** Where links point (invites, decision links): `PUBLIC_URL`, or this machine on `PORT`. */
-const configSchema = environmentSchema.transform((env) => ({
-  ...env,
-  PUBLIC_URL: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
-}));
+const configSchema = environmentSchema
+  .refine(
+    (env) =>
+      env.NODE_ENV !== 'production' || typeof env.ADMIN_PASSWORD !== 'string' || env.ADMIN_PASSWORD.length >= ADMIN_PASSWORD_MIN_PRODUCTION,
+    {
+      path: ['ADMIN_PASSWORD'],
+      message: `ADMIN_PASSWORD must be at least ${ADMIN_PASSWORD_MIN_PRODUCTION} characters when NODE_ENV is production`,
+      // Checked even when another variable is bad, so that one start names every problem.
+      when: () => true,
+    },
+  )
+  .transform((env) => ({
+    ...env,
+    PUBLIC_URL: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
+  }));
 
 export type Config = z.output<typeof configSchema>;
 

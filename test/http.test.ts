@@ -212,6 +212,17 @@ describe('configuration', () => {
     expect(() => loadConfig({ EXPIRY_WATCH_INTERVAL_MS: '501' })).toThrow(/EXPIRY_WATCH_INTERVAL_MS/);
   });
 
+  it('refuses an ADMIN_PASSWORD under 12 characters when NODE_ENV is production, naming it', () => {
+    const production = { NODE_ENV: 'production', ADMIN_USER: 'ops' };
+    expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'eleven-char' })).toThrow(
+      /ADMIN_PASSWORD must be at least 12 characters when NODE_ENV is production/,
+    );
+    // Named together with any other bad variable, in one start.
+    expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'x', PORT: 'eighty' })).toThrow(/PORT[\s\S]*ADMIN_PASSWORD/);
+    expect(loadConfig({ ...production, ADMIN_PASSWORD: 'twelve-chars' }).ADMIN_PASSWORD).toBe('twelve-chars');
+    expect(loadConfig({ NODE_ENV: 'development', ADMIN_USER: 'ops', ADMIN_PASSWORD: 'x' }).ADMIN_PASSWORD).toBe('x');
+  });
+
   it('names every bad variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', DATABASE_URL: 'nowhere', FREE_TIER_MONTHLY_APPROVALS: '-1' })).toThrow(ConfigError);
     try {

@@ -2,7 +2,7 @@ import { createServer, IncomingMessage, ServerResponse, type Server } from 'node
 import express, { type Express } from 'express';
 import { AttemptLimiter } from '../lib/attempt-limiter.js';
 import type { Services } from '../services.js';
-import { mountQueueDashboard } from './admin-queues.js';
+import { DASHBOARD_FAILURES, mountQueueDashboard } from './admin-queues.js';
 import { apiReferenceOperations, mountApiReference } from './api-reference.js';
 import { consoleOperation, mountConsole } from './console-assets.js';
 import { cookieSettingGuards } from './cookie-setting-guards.js';
@@ -73,7 +73,13 @@ export function createApp(services: Services): Express {
   app.use(api);
   const { ADMIN_USER, ADMIN_PASSWORD } = services.config;
   if (ADMIN_USER && ADMIN_PASSWORD) {
-    mountQueueDashboard(app, { queues: services.jobs.all(), user: ADMIN_USER, password: ADMIN_PASSWORD });
+    const failures = new AttemptLimiter(
+      services.redis,
+      `${services.config.REDIS_PREFIX}:dashboard-failures`,
+      DASHBOARD_FAILURES,
+      services.logger,
+    );
+    mountQueueDashboard(app, { queues: services.jobs.all(), user: ADMIN_USER, password: ADMIN_PASSWORD, failures });
   }
   app.use(notFoundHandler);
   app.use(errorHandler);

@@ -9,16 +9,13 @@ const TAKE = `local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {n, redis.call('PTTL', KEYS[1])}`;
 
-/** Takes one attempt back, unless its window is gone already. */
-const GIVE_BACK = `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('DECR', KEYS[1]) end
-return 0`;
+/** The count so far and the milliseconds left in the window (-2 when there is none). */
+const PEEK = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[1])}`;
 
 /**
  * At most `limit` attempts per key in a fixed window, counted in Redis so that every web process
- * shares the count. An attempt is counted before it is judged, so concurrent attempts cannot slip
- * past the limit together; one that turns out not to count (a right password) is given back.
- * Redis being away lifts the limit rather than the service: the web process sends nothing to Redis
- * that its answers depend on.
+ * shares the count. Redis being away lifts the limit rather than the service: the web process
+ * sends nothing to Redis that its answers depend on.
  */
 export class AttemptLimiter {
   constructor(
@@ -33,18 +30,22 @@ export class AttemptLimiter {
   }
 
   /** Counts an attempt by `subject`: null when it is within the limit, else the seconds until the window ends. */
-  async take(subject: string): Promise<number | null> {
+  take(subject: string): Promise<number | null> {
+    return this.ask(TAKE, subject, (count) => count > this.rule.limit);
+  }
+
+  /** Without counting: null while `subject` has attempts left, else the seconds until the window ends. */
+  exhausted(subject: string): Promise<number | null> {
+    return this.ask(PEEK, subject, (count) => count >= this.rule.limit);
+  }
+
+  private async ask(script: string, subject: string, over: (count: number) => boolean): Promise<number | null> {
     try {
-      const [count, ttlMs] = (await this.redis.eval(TAKE, 1, this.key(subject), this.rule.windowMs)) as [number, number];
-      return count > this.rule.limit ? Math.max(ttlMs, 0) / 1000 : null;
+      const [count, ttlMs] = (await this.redis.eval(script, 1, this.key(subject), this.rule.windowMs)) as [number, number];
+      return over(count) ? Math.max(ttlMs, 0) / 1000 : null;
     } catch (error) {
       this.logger.warn({ err: error, limiter: this.keyPrefix }, 'attempt limit not checked: Redis unavailable');
       return null;
     }
-  }
-
-  /** An attempt that does not count after all. */
-  async giveBack(subject: string): Promise<void> {
-    await this.redis.eval(GIVE_BACK, 1, this.key(subject)).catch(() => undefined);
   }
 }
