@@ -5,7 +5,8 @@
 // One web process (compiled, NODE_ENV=production, TRUST_PROXY=1 as behind Heroku's router). Each
 // scenario runs for BENCH_SECONDS (default 20) with its floods going, while probes act as another
 // organization at a steady pace whatever the floods do: its members sign in in turn (right
-// password, each sign-in from an address of its own) and its key lists approvals. A probe's latency counts
+// password, each sign-in from an address of its own), its key lists approvals, and it registers a
+// webhook whose URL is refused after a DNS lookup (expected: 422). A probe's latency counts
 // from when it was due to be sent to its answer, so a stalled server shows as the stall it is.
 //
 // To add a flood (or a probe), write one object of the shape below and name it in a scenario: the
@@ -136,6 +137,23 @@ const PROBES: Probe[] = [
         method: 'GET',
         path: '/v1/approvals?limit=50',
         key: victim.key,
+        timeoutMs: PROBE_TIMEOUT_MS,
+      });
+      return response.status;
+    },
+  },
+  {
+    // The webhook URL check resolves the host with dns.lookup, on libuv's thread pool: what would wait behind hashing there.
+    name: 'webhook URL check, a DNS lookup (another org)',
+    intervalMs: 500,
+    async send({ port, victim }) {
+      const body = { url: 'http://localhost/hook', events: ['approval.approved'] };
+      const response = await requestJson({
+        port,
+        method: 'POST',
+        path: '/v1/webhooks',
+        key: victim.key,
+        body,
         timeoutMs: PROBE_TIMEOUT_MS,
       });
       return response.status;
