@@ -104,6 +104,14 @@ const environmentSchema = z.object({
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),
+  /**
+   * How many proxies in front of the web process append the address they saw to x-forwarded-for;
+   * the client address is taken that many entries from the end (Heroku's router: 1). 0, the
+   * default, ignores x-forwarded-for, which a client could otherwise write itself.
+   */
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  /** Sign-ins and invite acceptances one client address may try per minute (docs/members-and-channels.md). */
+  SIGN_IN_ATTEMPTS_PER_ADDRESS: positiveInt.default(30),
   /** Bulk audit exports as files in this directory, which every web and worker process must share; unset, they are kept in Postgres. */
   EXPORT_DIR: z.string().min(1).optional(),
   /** How long a finished bulk export can be downloaded; then the maintenance queue frees its storage. */
@@ -133,11 +141,25 @@ const environmentSchema = z.object({
   AUDIT_CHECKPOINT_SECONDS: positiveInt.default(300),
 });
 
+/** Bull Board's password is the one credential a guess can try from anywhere; production needs a real one. */
+const ADMIN_PASSWORD_MIN_PRODUCTION = 12;
+
 /** Where links point (invites, decision links): `PUBLIC_URL`, or this machine on `PORT`. */
-const configSchema = environmentSchema.transform((env) => ({
-  ...env,
-  PUBLIC_URL: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
-}));
+const configSchema = environmentSchema
+  .refine(
+    (env) =>
+      env.NODE_ENV !== 'production' || typeof env.ADMIN_PASSWORD !== 'string' || env.ADMIN_PASSWORD.length >= ADMIN_PASSWORD_MIN_PRODUCTION,
+    {
+      path: ['ADMIN_PASSWORD'],
+      message: `ADMIN_PASSWORD must be at least ${ADMIN_PASSWORD_MIN_PRODUCTION} characters when NODE_ENV is production`,
+      // Checked even when another variable is bad, so that one start names every problem.
+      when: () => true,
+    },
+  )
+  .transform((env) => ({
+    ...env,
+    PUBLIC_URL: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),
+  }));
 
 export type Config = z.output<typeof configSchema>;
 

@@ -80,3 +80,44 @@ describe('/admin/queues', () => {
     await supertest(app).get('/admin/queues').auth(USER, PASSWORD).expect(404);
   });
 });
+
+describe('/admin/queues under guessing', () => {
+  let guarded: TestEnv;
+  beforeAll(async () => {
+    guarded = await createTestEnv({ ADMIN_USER: USER, ADMIN_PASSWORD: PASSWORD, TRUST_PROXY: '1' });
+  });
+  afterAll(() => guarded?.close());
+
+  it('allows 10 failures a minute per client address across web processes, then 429 even for the right password', async () => {
+    const peer = await guarded.createPeer();
+    const address = '203.0.113.20';
+    // 14 guesses at once, half to each process: failures are counted atomically, and past the tenth each answer is 429.
+    const guesses = await Promise.all(
+      Array.from({ length: 14 }, (_, i) =>
+        (i % 2 ? guarded.http : peer.http).get('/admin/queues').set('x-forwarded-for', address).auth(USER, `guess-${i}`),
+      ),
+    );
+    const statuses = guesses.map((res) => res.status);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(10);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(4);
+    const locked = await guarded.http.get('/admin/queues').set('x-forwarded-for', address).auth(USER, PASSWORD).expect(429);
+    expect(locked.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(locked.body).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(locked.headers['retry-after'])).toBeLessThanOrEqual(60);
+    // Another address is not affected; asking for credentials is no failure.
+    await guarded.http.get('/admin/queues').set('x-forwarded-for', '203.0.113.21').auth(USER, PASSWORD).expect(200);
+    for (let i = 0; i < 12; i++) await guarded.http.get('/admin/queues').set('x-forwarded-for', address).expect(401);
+  });
+
+  it('does not count the right credentials: a page and its assets load as often as they are asked for', async () => {
+    const address = '203.0.113.22';
+    for (let i = 0; i < 9; i++) await guarded.http.get('/admin/queues').set('x-forwarded-for', address).auth(USER, 'wrong').expect(401);
+    const loads = await Promise.all(
+      Array.from({ length: 30 }, () => guarded.http.get('/admin/queues/api/queues').set('x-forwarded-for', address).auth(USER, PASSWORD)),
+    );
+    expect(loads.map((res) => res.status).filter((status) => status !== 200)).toEqual([]);
+    await guarded.http.get('/admin/queues').set('x-forwarded-for', address).auth(USER, 'wrong').expect(401);
+    await guarded.http.get('/admin/queues').set('x-forwarded-for', address).auth(USER, 'wrong').expect(429);
+  });
+});

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -6,6 +7,7 @@ import { loadConfig } from '../src/config.js';
 import { MAX_JSON_DEPTH } from '../src/lib/json-input.js';
 import { isPublicAddress } from '../src/modules/webhooks/webhook-url-guard.js';
 import { chainProblem, readChain } from './support/audit-chain.js';
+import { createMember } from './support/members.js';
 import { createTestEnv, useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -142,6 +144,64 @@ describe('defect 2: input PostgreSQL cannot store is a 422 naming the field', ()
     expectFieldError(await org.request('post', '/v1/audit/exports').send({ from: '0000-01-01' }), 'from', /no year 0/);
     expectFieldError(await org.request('post', '/v1/audit/exports').send({ agent: 'x\u0000' }), 'agent', NUL);
     await org.request('get', '/v1/audit?from=0001-01-01&to=9999-12-31').expect(200);
+  });
+});
+
+describe('a body that is not valid UTF-8', () => {
+  /** `{"action":"<FF FE>",…}`: bytes no UTF-8 text has, which a lenient decoder turns into U+FFFD. */
+  const notUtf8 = Buffer.concat([Buffer.from('{"action":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","payload":{},"policyKey":"p"}')]);
+
+  /** The bytes exactly as given (supertest would serialize a Buffer as JSON). */
+  async function sendBytes(method: string, path: string, body: Buffer, headers: Record<string, string>) {
+    const res = await fetch(`${env.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body });
+    return { status: res.status, headers: Object.fromEntries(res.headers), body: (await res.json()) as { errors?: unknown } };
+  }
+
+  it('is 422 naming body, and nothing is stored', async () => {
+    const bearer = { authorization: `Bearer ${org.key}` };
+    expectFieldError(await sendBytes('POST', '/v1/approvals', notUtf8, bearer), 'body', /UTF-8/);
+    // Gzipped, the decompressed bytes are checked.
+    expectFieldError(
+      await sendBytes('POST', '/v1/approvals', gzipSync(notUtf8), { ...bearer, 'content-encoding': 'gzip' }),
+      'body',
+      /UTF-8/,
+    );
+    const listed = await org.request('get', '/v1/approvals').query({ action: '\ufffd\ufffd' }).expect(200);
+    expect(listed.body.approvals).toEqual([]);
+  });
+
+  it('is 422 naming body on every operation that takes a JSON body', async () => {
+    const member = await createMember(env, org, 'admin');
+    const signedIn = await fetch(`${env.baseUrl}/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: member.email, password: member.password }),
+    });
+    const session = {
+      cookie: signedIn.headers.getSetCookie()[0]!.split(';')[0]!,
+      'x-csrf-token': ((await signedIn.json()) as { csrfToken: string }).csrfToken,
+    };
+    const document = (await env.http.get('/openapi.json').expect(200)).body as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, unknown> } }>>;
+    };
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.entries(methods)
+        .filter(([, operation]) => operation.requestBody?.content['application/json'])
+        .map(([method]) => `${method.toUpperCase()} ${path.replace(/\{[^}]+\}/g, randomUUID())}`),
+    );
+    expect(operations).toContain('POST /v1/approvals');
+    expect(operations.length).toBeGreaterThan(10);
+    for (const operation of operations) {
+      const [method, path] = operation.split(' ') as [string, string];
+      let res = await sendBytes(method, path, notUtf8, { authorization: `Bearer ${org.key}` });
+      // Operations for a console session only refuse the key: those are sent with a member's session.
+      if (res.status === 401) res = await sendBytes(method, path, notUtf8, session);
+      expect({ operation, status: res.status, errors: res.body.errors }).toEqual({
+        operation,
+        status: 422,
+        errors: [{ path: 'body', message: expect.stringMatching(/UTF-8/) }],
+      });
+    }
   });
 });
 

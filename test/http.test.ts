@@ -168,7 +168,7 @@ describe('errors once a response has started', () => {
     const { lines, sink } = recordLogLines();
     const logger = createLogger({ LOG_LEVEL: 'info', NODE_ENV: 'test' }, 'test', sink);
     const app = express();
-    app.use(logRequests(app, logger));
+    app.use(logRequests(logger));
     app.get('/started', (_req, res) => {
       res.write('partial');
       throw new NotFoundError('gone midway');
@@ -210,6 +210,17 @@ describe('configuration', () => {
   it('refuses a deadline watch interval past 500 ms, which could miss a one-second timeout', () => {
     expect(loadConfig({ EXPIRY_WATCH_INTERVAL_MS: '500' }).EXPIRY_WATCH_INTERVAL_MS).toBe(500);
     expect(() => loadConfig({ EXPIRY_WATCH_INTERVAL_MS: '501' })).toThrow(/EXPIRY_WATCH_INTERVAL_MS/);
+  });
+
+  it('refuses an ADMIN_PASSWORD under 12 characters when NODE_ENV is production, naming it', () => {
+    const production = { NODE_ENV: 'production', ADMIN_USER: 'ops' };
+    expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'eleven-char' })).toThrow(
+      /ADMIN_PASSWORD must be at least 12 characters when NODE_ENV is production/,
+    );
+    // Named together with any other bad variable, in one start.
+    expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'x', PORT: 'eighty' })).toThrow(/PORT[\s\S]*ADMIN_PASSWORD/);
+    expect(loadConfig({ ...production, ADMIN_PASSWORD: 'twelve-chars' }).ADMIN_PASSWORD).toBe('twelve-chars');
+    expect(loadConfig({ NODE_ENV: 'development', ADMIN_USER: 'ops', ADMIN_PASSWORD: 'x' }).ADMIN_PASSWORD).toBe('x');
   });
 
   it('names every bad variable', () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/cli.js';
+import { memberInviteMailConsumer } from '../src/consumers/member-invite-mail/member-invite-mail.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
 import { eventually } from './support/eventually.js';
@@ -196,6 +197,74 @@ describe('POST /v1/invites/accept', () => {
     const token = await invite('race@acme.test');
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => accept({ token, password: `long enough password ${i}` })));
     expect(results.map((res) => res.status).sort()).toEqual([200, ...Array(9).fill(410)]);
+  });
+});
+
+describe('the invite mail, once the member has a password', () => {
+  // No worker here: each test sends the mail itself, when it wants, as a paused or slow worker would.
+  let quiet: TestEnv;
+  let quietOrg: TestOrg;
+  beforeAll(async () => {
+    quiet = await createTestEnv({ SMTP_URL: smtp.url, PUBLIC_URL: 'https://gate.acme.test' });
+    quietOrg = await quiet.createOrg();
+  });
+  afterAll(() => quiet?.close());
+
+  const acceptIt = (body: Record<string, unknown>) => quiet.http.post('/v1/invites/accept').send(body);
+  const mailsTo = (email: string) => smtp.received.filter((mail) => mail.to.some((to) => to.toLowerCase() === email));
+  const mailedToken = (text: string) => /\/console\/invite\/([A-Za-z0-9_-]{43})/.exec(text)![1]!;
+
+  async function newMember(email: string) {
+    const res = await quietOrg.request('post', '/v1/members').send({ email, role: 'admin' }).expect(201);
+    const [row] = await quiet.services.sql.query<{ eventId: string }>(
+      null,
+      `SELECT o.event_id AS "eventId" FROM outbox_messages o
+       JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
+       WHERE o.event_type = 'member.created' AND a.data::jsonb ->> 'memberId' = $1`,
+      [res.body.member.id],
+    );
+    const [event] = await quiet.services.outbox.load([row!.eventId]);
+    // What the worker does with the event, each time it runs it (a retry runs it again).
+    const sendMail = () => memberInviteMailConsumer.handle(quiet.services)(event!);
+    return { id: res.body.member.id as string, token: inviteToken(res.body.inviteUrl), sendMail };
+  }
+
+  it('is not sent after the member accepted, and issues no token', async () => {
+    const member = await newMember('late-mail@acme.test');
+    await acceptIt({ token: member.token, password: 'the password I chose' }).expect(200);
+    expect(await member.sendMail()).toMatchObject({ skipped: expect.any(String) });
+    expect(mailsTo('late-mail@acme.test')).toEqual([]);
+    expect(await quiet.services.db.memberInvite.count({ where: { memberId: member.id } })).toBe(0);
+    await quiet.http.post('/v1/session').send({ email: 'late-mail@acme.test', password: 'the password I chose' }).expect(200);
+  });
+
+  it('sent again after acceptance (a retry), is not sent, and the first mail’s token is spent', async () => {
+    const member = await newMember('retried-mail@acme.test');
+    expect(await member.sendMail()).toEqual({ sent: 1 });
+    const first = mailedToken((await eventually(() => mailsTo('retried-mail@acme.test')[0])).text);
+    await acceptIt({ token: member.token, password: 'the password I chose' }).expect(200);
+    expect(await member.sendMail()).toMatchObject({ skipped: expect.any(String) });
+    expect(mailsTo('retried-mail@acme.test')).toHaveLength(1);
+    await acceptIt({ token: first, password: 'a password of the attacker' }).expect(410);
+    await quiet.http.post('/v1/session').send({ email: 'retried-mail@acme.test', password: 'the password I chose' }).expect(200);
+  });
+
+  it('racing the acceptance, leaves no mailed token that sets the password again', async () => {
+    const members = await Promise.all(Array.from({ length: 20 }, (_, i) => newMember(`race-${i}@acme.test`)));
+    await Promise.all(
+      members.map((member) =>
+        Promise.all([acceptIt({ token: member.token, password: 'the password I chose' }).expect(200), member.sendMail()]),
+      ),
+    );
+    for (let i = 0; i < members.length; i++) {
+      for (const mail of mailsTo(`race-${i}@acme.test`)) {
+        await acceptIt({ token: mailedToken(mail.text), password: 'a password of the attacker' }).expect(410);
+      }
+      await quiet.http
+        .post('/v1/session')
+        .send({ email: `race-${i}@acme.test`, password: 'the password I chose' })
+        .expect(200);
+    }
   });
 });
 

@@ -85,6 +85,31 @@ describe('POST /v1/session', () => {
     await signIn({ email: member.email, password: member.password }).expect(200);
   });
 
+  it('counts concurrent guesses before checking them: of 80 at once, ten are checked, and the right password, sent last, is 429', async () => {
+    const member = await createMember(env, org, 'viewer');
+    const guesses = Array.from({ length: 79 }, (_, i) => `guess-${i}-wrong-password`);
+    const answers = await Promise.all([...guesses, member.password].map((password) => signIn({ email: member.email, password })));
+    const statuses = answers.map((res) => res.status);
+    expect(statuses.filter((status) => status === 401)).toHaveLength(10);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(70);
+    expect(statuses.at(-1)).toBe(429);
+    expect(answers.at(-1)!.body).toMatchObject({ code: 'rate_limited' });
+    expect(answers.at(-1)!.headers['set-cookie']).toBeUndefined();
+    // The eleventh guess after ten concurrent failures is refused too, whatever its password.
+    await signIn({ email: member.email, password: member.password }).expect(429);
+  });
+
+  it('does not count a right password as a failure', async () => {
+    const member = await createMember(env, org, 'viewer');
+    for (let i = 0; i < 12; i++) await signIn({ email: member.email, password: member.password }).expect(200);
+    const [counted] = await env.services.sql.query<{ failures: number }>(
+      null,
+      'SELECT count(*)::int AS failures FROM sign_in_failures WHERE email_key = $1',
+      [member.email.toLowerCase()],
+    );
+    expect(counted!.failures).toBe(0);
+  });
+
   it('asks for orgId when the email and password open members of two organizations', async () => {
     const other = await env.createOrg();
     const email = 'two-orgs@acme.test';

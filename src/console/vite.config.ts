@@ -15,5 +15,6 @@ export default defineConfig({
     outDir: fileURLToPath(new URL('../../dist/console', import.meta.url)),
     emptyOutDir: true,
   },
-  server: { proxy: { '/v1': 'http://localhost:3000' } },
+  // Sign-in is taken only from PUBLIC_URL's origin (http://localhost:3000 by default): proxied requests say they come from there.
+  server: { proxy: { '/v1': { target: 'http://localhost:3000', headers: { origin: 'http://localhost:3000' } } } },
 });

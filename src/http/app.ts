@@ -1,9 +1,11 @@
 import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import express, { type Express } from 'express';
+import { AttemptLimiter } from '../lib/attempt-limiter.js';
 import type { Services } from '../services.js';
-import { mountQueueDashboard } from './admin-queues.js';
+import { DASHBOARD_FAILURES, mountQueueDashboard } from './admin-queues.js';
 import { apiReferenceOperations, mountApiReference } from './api-reference.js';
 import { consoleOperation, mountConsole } from './console-assets.js';
+import { cookieSettingGuards } from './cookie-setting-guards.js';
 import { healthOperations, mountHealthChecks } from './health.js';
 import { metricsHandler, metricsOperation, recordRequests } from './metrics-endpoint.js';
 import { decisionLinkOperations, mountDecisionLinks } from './links/link-routes.js';
@@ -29,7 +31,8 @@ export function createApp(services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(logRequests(app, services.logger));
+  app.set('trust proxy', services.config.TRUST_PROXY);
+  app.use(logRequests(services.logger));
   app.use(recordRequests(services.metrics));
 
   const routes = [
@@ -38,7 +41,7 @@ export function createApp(services: Services): Express {
     ...webhookRoutes(services.webhooks),
     ...auditRoutes(services.audit, services.checkpoints),
     ...memberRoutes(services.members),
-    ...sessionRoutes(services.members),
+    ...sessionRoutes(services.members, signInGuards(services)),
     ...keyRoutes(services.orgs),
     ...integrationRoutes(services.slack),
   ];
@@ -69,11 +72,28 @@ export function createApp(services: Services): Express {
   app.use(api);
   const { ADMIN_USER, ADMIN_PASSWORD } = services.config;
   if (ADMIN_USER && ADMIN_PASSWORD) {
-    mountQueueDashboard(app, { queues: services.jobs.all(), user: ADMIN_USER, password: ADMIN_PASSWORD });
+    const failures = new AttemptLimiter(
+      services.redis,
+      `${services.config.REDIS_PREFIX}:dashboard-failures`,
+      DASHBOARD_FAILURES,
+      services.logger,
+    );
+    mountQueueDashboard(app, { queues: services.jobs.all(), user: ADMIN_USER, password: ADMIN_PASSWORD, failures });
   }
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;
+}
+
+/** Sign-in and invite acceptance: same origin, JSON only, and a limit of attempts per client address shared by every web process. */
+function signInGuards({ redis, config, logger }: Services) {
+  const attempts = new AttemptLimiter(
+    redis,
+    `${config.REDIS_PREFIX}:sign-in-attempts`,
+    { limit: config.SIGN_IN_ATTEMPTS_PER_ADDRESS, windowMs: 60_000 },
+    logger,
+  );
+  return cookieSettingGuards({ publicUrl: config.PUBLIC_URL, attempts });
 }
 
 /**

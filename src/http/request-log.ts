@@ -1,61 +1,73 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Express, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
+import { pinoHttp, startTime } from 'pino-http';
 import type { Logger } from '../lib/logger.js';
 
-declare module 'http' {
-  interface IncomingMessage {
-    /** The request id: the caller's `x-request-id` when it is a sane one, otherwise a new UUID. */
-    id: string;
-    /** A logger whose lines carry the request (id, method, url); made when first used. */
-    readonly log: Logger;
-  }
-}
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const startedAt = Symbol('request started at');
-
-type RoutedRequest = IncomingMessage & { originalUrl?: string };
-type TimedResponse = ServerResponse<RoutedRequest> & { [startedAt]: number };
 
 /**
- * One line per request, when its response closes: method, url, status, duration and request id,
- * never a header of the request or the response (cookies, authorization). The request id is
- * echoed in `x-request-id`. Per request it keeps only the id and the start time: the completion
- * listener is one function for all requests, and `req.log` (for a handler's own lines) is a
- * child logger made only when a request asks for it, so 10,000 held long-polls cost no logger.
+ * Paths whose last segment is a credential: decision links, invites and Slack self-links. The
+ * router matches paths without regard to case, and a request line may name the absolute URL.
  */
-export function logRequests(app: Express, logger: Logger): RequestHandler {
-  Object.defineProperty(app.request, 'log', {
-    configurable: true,
-    get(this: IncomingMessage) {
-      return logger.child({ req: requestFields(this) });
+const TOKEN_PATH = /^((?:[a-z][a-z0-9+.-]*:\/\/[^/]*)?\/(?:d|console\/invite|console\/link-slack)\/)[^/?#]+/i;
+
+/** The URL as logged: a token in the path replaced by `:token`, so that a log reader cannot use it. */
+export function redactPathTokens(url: string): string {
+  return url.replace(TOKEN_PATH, '$1:token');
+}
+
+type RoutedRequest = IncomingMessage & { originalUrl?: string };
+
+/** What a log line says of a request: never a header (cookies, authorization) nor the body. */
+function requestFields(req: RoutedRequest): { id: unknown; method: string | undefined; url: string } {
+  return { id: req.id, method: req.method, url: redactPathTokens(req.originalUrl ?? req.url ?? '') };
+}
+
+function completionLine(req: RoutedRequest, res: ServerResponse): string {
+  return `${req.method} ${requestFields(req).url} ${res.statusCode} ${Math.round(elapsedMs(res))} ms`;
+}
+
+/**
+ * The caller's `x-request-id` when it is a sane one, otherwise a new UUID; echoed in the response.
+ * randomUUID builds its string by concatenation, a tree of small pieces that a long-poll would
+ * hold for as long as it waits; the lowercase copy (a no-op on its characters) is one flat string.
+ */
+function requestId(req: IncomingMessage, res: ServerResponse): string {
+  const incoming = req.headers['x-request-id'];
+  const id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID().toLowerCase();
+  res.setHeader('x-request-id', id);
+  return id;
+}
+
+/**
+ * pino-http: one line per request when its response is done (or the client went away), with the
+ * method, the url with path tokens redacted, the status, the duration and the request id. The
+ * serializers copy those fields only (`wrapSerializers: false` keeps pino-http from building its
+ * full request object with headers first). `req.log` carries the same request fields for a
+ * handler's own lines; the response's logger is the shared one (`quietResLogger`), so a held
+ * long-poll keeps one child logger, `req.log` (pino-http makes it for every request).
+ */
+export function logRequests(logger: Logger): RequestHandler {
+  return pinoHttp({
+    logger,
+    genReqId: requestId,
+    quietResLogger: true,
+    wrapSerializers: false,
+    serializers: {
+      req: requestFields,
+      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
     },
+    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+    customSuccessObject: (req, _res, line: object) => ({ req, ...line }),
+    customSuccessMessage: completionLine,
+    // The cause was logged where it happened (the error handler); the request's line says only that it failed.
+    customErrorObject: (req, res, _error, line: { responseTime: number }) => ({ req, res, responseTime: line.responseTime }),
+    customErrorMessage: completionLine,
   });
-
-  function logCompletion(this: TimedResponse): void {
-    const req = this.req;
-    const responseTime = Math.round(elapsedMs(this));
-    const line = { req: requestFields(req), res: { statusCode: this.statusCode }, responseTime };
-    const url = req.originalUrl ?? req.url;
-    logger[this.statusCode >= 500 ? 'error' : 'info'](line, `${req.method} ${url} ${this.statusCode} ${responseTime} ms`);
-  }
-
-  return (req, res, next) => {
-    const incoming = req.headers['x-request-id'];
-    req.id = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.setHeader('x-request-id', req.id);
-    (res as unknown as TimedResponse)[startedAt] = performance.now();
-    res.on('close', logCompletion);
-    next();
-  };
 }
 
-/** Milliseconds since logRequests saw the request: the one start time the log and the metrics share. */
+/** Milliseconds since the request log saw the request: the one start time the log and the metrics share. */
 export function elapsedMs(res: ServerResponse): number {
-  return performance.now() - (res as TimedResponse)[startedAt];
-}
-
-function requestFields(req: RoutedRequest): { id: string; method: string | undefined; url: string | undefined } {
-  return { id: req.id, method: req.method, url: req.originalUrl ?? req.url };
+  return Date.now() - res[startTime];
 }

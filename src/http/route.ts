@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
@@ -76,6 +77,8 @@ export interface RouteSpec<B = undefined, Q = undefined, P = undefined> {
   params?: P;
   /** What a path parameter that fails its schema means: no such resource (default), or bad input. */
   invalidParams?: 'not_found' | 'validation_failed';
+  /** Refusals of the route's own that run before the body is read (origin, media type, attempts per address). */
+  guards?: readonly RequestHandler[];
   /** A 402 check that needs the raw body; runs after authorization, before validation. The body may be anything, or undefined. */
   precheck?: (tenant: Tenant, rawBody: unknown) => Promise<void>;
   responses: Record<number, ResponseSpec>;
@@ -101,6 +104,14 @@ function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: stri
 const BODY_LIMIT = '1mb';
 
 /**
+ * The JSON parser decodes bytes that are not UTF-8 into replacement characters, which would be
+ * stored as if the client had sent them: such a body is refused instead, naming `body`.
+ */
+function requireUtf8(_req: unknown, _res: unknown, body: Buffer, encoding: string): void {
+  if (encoding === 'utf-8' && !isUtf8(body)) throw new ValidationError([{ path: 'body', message: 'body must be valid UTF-8' }]);
+}
+
+/**
  * Parses any request body as JSON whatever its content type. It runs after the scope and plan
  * checks, so a forbidden request's body is never read; whatever goes wrong reading it (malformed
  * JSON, an unknown content-encoding or charset, a corrupt gzip stream, a body over the limit) is
@@ -108,7 +119,7 @@ const BODY_LIMIT = '1mb';
  * all reads as `{}`: the schema then accepts it when every field is optional, and names each
  * missing field otherwise.
  */
-const jsonBodyParser = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+const jsonBodyParser = express.json({ limit: BODY_LIMIT, strict: false, type: () => true, verify: requireUtf8 });
 const bodyErrors = new WeakMap<Request, unknown>();
 
 function parseJsonBody(req: Request, res: Response, next: NextFunction): void {
@@ -338,6 +349,7 @@ export function mountRoutes(router: Router, specs: readonly AnyRouteSpec[], opti
     const chain: RequestHandler[] = [
       ...(mode === 'public' ? [] : [authenticate(authenticators, mode)]),
       requireAccess(spec),
+      ...(spec.guards ?? []),
       ...(spec.body ? [parseJsonBody] : []),
       ...(spec.precheck ? [precheck(spec)] : []),
       handle(spec, options),

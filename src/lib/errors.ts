@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'conflict'
   | 'payment_required'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'headers_too_large'
   | 'request_timeout'
   | 'bad_request'
@@ -62,15 +63,10 @@ export class ForbiddenError extends AppError {
   }
 }
 
-/** A cookie-authenticated write without the session's CSRF token (see docs/members-and-channels.md). */
+/** A cookie-authenticated write without the session's CSRF token, or a cookie-setting request from another origin. */
 export class CsrfError extends AppError {
-  constructor() {
-    super(
-      403,
-      'csrf_failed',
-      'CSRF token missing or wrong',
-      'A write with a session cookie must carry the x-csrf-token header of the session.',
-    );
+  constructor(detail = 'A write with a session cookie must carry the x-csrf-token header of the session.') {
+    super(403, 'csrf_failed', 'Cross-site request refused', detail);
   }
 }
 
@@ -87,6 +83,19 @@ export class UnavailableError extends AppError {
     super(503, 'unavailable', 'Service unavailable', 'The database cannot be reached right now; nothing was changed. Retry shortly.', {
       'retry-after': String(retryAfterSeconds),
     });
+  }
+}
+
+/** Too much of one kind of work is waiting already: refused at once instead of queued, retry after a moment. */
+export class BusyError extends AppError {
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(503, 'unavailable', 'Service unavailable', detail, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  }
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(detail: string) {
+    super(415, 'unsupported_media_type', 'Unsupported media type', detail);
   }
 }
 

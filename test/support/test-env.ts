@@ -13,7 +13,8 @@ import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { databaseUrl, onServer } from './databases.js';
-import { listenOnLoopback } from './listen.js';
+import { listen } from '../../src/lib/listen.js';
+import { freePort, listenOnLoopback } from './listen.js';
 
 export interface TestOrg {
   orgId: string;
@@ -60,10 +61,15 @@ export async function createTestEnv(
   const database = `approval_gate_test_${suffix}`;
   await onServer((client) => client.query(`CREATE DATABASE ${database} TEMPLATE ${inject('templateDatabase')}`));
 
+  // PUBLIC_URL is where the app listens, so that the console's own requests come from its origin.
+  const port = await freePort();
   const config = loadConfig({
     ...process.env,
     NODE_ENV: 'test',
     LOG_LEVEL: 'info',
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    // Every test's client is 127.0.0.1; the limit per address has tests of its own.
+    SIGN_IN_ATTEMPTS_PER_ADDRESS: '100000',
     DATABASE_URL: databasePort === undefined ? databaseUrl(database) : databaseUrl(database).replace(/:\d+\//, `:${databasePort}/`),
     DATABASE_POOL_SIZE: '10',
     REDIS_PREFIX: `agtest:${suffix}`,
@@ -77,7 +83,9 @@ export async function createTestEnv(
     const app = createApp(services);
     const server = createHttpServer(app);
     answerClientErrors(server);
-    const baseUrl = `http://127.0.0.1:${await listenOnLoopback(server)}`;
+    // The first app listens at PUBLIC_URL's port, its peers anywhere.
+    const listening = started.length === 0 ? listen(server, port, '127.0.0.1').then(() => port) : listenOnLoopback(server);
+    const baseUrl = `http://127.0.0.1:${await listening}`;
     started.push({ services, server });
     return { services, app, server, baseUrl, http: supertest(baseUrl) };
   };

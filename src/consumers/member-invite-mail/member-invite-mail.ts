@@ -16,7 +16,7 @@ export const memberInviteMailConsumer = defineEventHandler({
     async (event) => {
       const org = await db.organization.findUnique({ where: { id: event.orgId } });
       const invite = org && (await members.inviteForMail(event.orgId, String(event.data.memberId), event.id));
-      if (!org || !invite) return { skipped: 'member no longer exists' };
+      if (!org || !invite) return { skipped: 'member gone, or signed up already' };
       await mailer.send({ to: [invite.member.email], ...inviteNotice(org, invite.member, invite.inviteUrl) });
       logger.info({ orgId: event.orgId, memberId: invite.member.id }, 'invite mailed');
       return { sent: 1 };

@@ -8,6 +8,7 @@ const descriptions: Record<number, string> = {
   404: 'No such resource in the organization.',
   409: 'The request conflicts with the current state (see `detail`).',
   410: 'Gone: the invite or link is unknown, used or expired.',
+  415: 'The body must be sent as `application/json` (`unsupported_media_type`).',
   422: 'The request failed validation; `errors` names each field.',
   429: 'Too many attempts; `retry-after` says when to try again.',
   503: 'Something the operation needs is unavailable now (see `detail`).',

@@ -1,6 +1,8 @@
+import type { RequestHandler } from 'express';
 import type { MemberService, SignedIn } from '../../modules/members/member-service.js';
 import { inviteAcceptSchema, sessionViewSchema, signInSchema } from '../../modules/members/member-schemas.js';
 import { slackLinkInputSchema } from '../../modules/slack/slack-schemas.js';
+import { problemSchema } from '../problem-schema.js';
 import { defineRoute, type Reply } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
@@ -9,17 +11,26 @@ function signedIn({ sessionToken, expiresAt, ...view }: SignedIn): Reply {
   return { status: 200, body: view, session: { token: sessionToken, expiresAt } };
 }
 
-export function sessionRoutes(members: MemberService) {
+/** The refusals of the routes that open a session (see cookie-setting-guards.ts), for the reference. */
+const cookieSettingResponses = {
+  403: { description: 'The request came from a page of another origin than PUBLIC_URL (`csrf_failed`).', schema: problemSchema },
+  ...problemResponses(415, 429, 503),
+};
+
+/** `cookieSettingGuards`: what sign-in and invite acceptance refuse before reading the body. */
+export function sessionRoutes(members: MemberService, cookieSettingGuards: readonly RequestHandler[]) {
   return [
     defineRoute({
       method: 'post',
       path: '/v1/session',
       summary: 'Sign in to the console with email and password',
       auth: 'public',
+      guards: cookieSettingGuards,
       body: signInSchema,
       responses: {
         200: { description: 'Signed in: the session cookie is set.', schema: sessionViewSchema },
-        ...problemResponses(401, 422, 429),
+        ...problemResponses(401, 422),
+        ...cookieSettingResponses,
       },
       handler: async ({ body }) => signedIn(await members.signIn(body)),
     }),
@@ -59,10 +70,12 @@ export function sessionRoutes(members: MemberService) {
       path: '/v1/invites/accept',
       summary: 'Accept an invite: set a password and sign in',
       auth: 'public',
+      guards: cookieSettingGuards,
       body: inviteAcceptSchema,
       responses: {
         200: { description: 'Signed in: the session cookie is set.', schema: sessionViewSchema },
         ...problemResponses(410, 422),
+        ...cookieSettingResponses,
       },
       handler: async ({ body }) => signedIn(await members.acceptInvite(body)),
     }),

@@ -18,7 +18,7 @@ import type { ApiKey } from '../orgs/org-store.js';
 import { ROLE_SCOPES, type MemberRole, type Tenant } from '../orgs/tenant.js';
 import type { InviteAcceptInput, MemberCreateInput, MemberUpdateInput, MemberView, SessionView, SignInInput } from './member-schemas.js';
 import { MemberStore, type AdminGuarded, type Member, type MemberChanges, type NewSession } from './member-store.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { assertRoomToVerify, hashPassword, verifyPassword } from './passwords.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -133,54 +133,75 @@ export class MemberService {
 
   /**
    * A fresh invite for the mail that announces a member (at least once: a retried mail replaces
-   * the token it sent before, so one mail's link works at a time). Null when the member is gone.
+   * the token it sent before, so one mail's link works at a time). Null when the member is gone or
+   * has set a password already: an invite is mailed only to someone who has none.
    */
   async inviteForMail(orgId: string, memberId: string, eventId: string): Promise<{ member: Member; inviteUrl: string } | null> {
     const member = await this.store.find(orgId, memberId);
-    if (!member) return null;
+    if (!member || member.passwordHash !== null) return null;
     const token = newSecretToken();
-    await this.store.addInvite(member.id, {
+    const added = await this.store.mailedInvite(member.id, {
       tokenHash: digestToken(token),
       expiresAt: new Date(Date.now() + INVITE_TTL_MS),
       sentForEvent: eventId,
     });
-    return { member, inviteUrl: this.inviteUrl(token) };
+    return added ? { member, inviteUrl: this.inviteUrl(token) } : null;
   }
 
+  /**
+   * Sets the password of an invited member and signs them in. The token is looked at before the
+   * password is hashed, so made-up tokens cost no hashing; the acceptance itself is decided in one
+   * transaction (MemberStore.acceptInvite).
+   */
   async acceptInvite(input: InviteAcceptInput): Promise<SignedIn> {
+    const tokenHash = digestToken(input.token);
+    const gone = () => new GoneError('This invite is unknown, used or expired. Ask an admin of your organization for a new one.');
+    if (!(await this.store.inviteAcceptable(tokenHash, new Date()))) throw gone();
+    const passwordHash = await hashPassword(input.password);
     const now = new Date();
     const session = newSession(now);
     const member = await this.store.acceptInvite(
-      digestToken(input.token),
+      tokenHash,
       now,
-      { passwordHash: await hashPassword(input.password), ...(input.name ? { name: input.name } : {}) },
+      { passwordHash, ...(input.name ? { name: input.name } : {}) },
       session.record,
     );
-    if (!member) throw new GoneError('This invite is unknown, used or expired. Ask an admin of your organization for a new one.');
+    if (!member) throw gone();
     return session.signedIn(member);
   }
 
   /**
-   * Signs in by email and password. An unknown email and a wrong password cost the same scrypt
-   * work and get the same 401; ten failures for one email in fifteen minutes lock it (429) until
-   * the oldest of them leaves the window, whatever the password.
+   * Signs in by email and password. The attempt is counted as a failure for the email before the
+   * password is checked, so that ten concurrent guesses use up the email's ten as surely as ten in
+   * a row; it is taken back when the password is right or could not be checked (503: too many
+   * sign-ins wait for hashing, which is asked before anything else as well). An unknown
+   * email and a wrong password cost the same scrypt work and get the same 401; ten failures for
+   * one email in fifteen minutes lock it (429) until the oldest of them leaves the window,
+   * whatever the password.
    */
   async signIn(input: SignInInput): Promise<SignedIn> {
+    assertRoomToVerify();
     const key = emailKey(input.email);
-    const failures = await this.store.recentFailures(key, SIGN_IN_WINDOW_MS);
-    if (failures.length >= SIGN_IN_FAILURE_LIMIT) {
-      const reopensAt = failures[failures.length - SIGN_IN_FAILURE_LIMIT]!.failedAt.getTime() + SIGN_IN_WINDOW_MS;
-      throw new RateLimitedError('Too many failed sign-ins for this email; try again later.', (reopensAt - Date.now()) / 1000);
+    const attempt = await this.store.claimSignInAttempt(key, SIGN_IN_FAILURE_LIMIT, SIGN_IN_WINDOW_MS);
+    if (attempt.kind === 'locked') {
+      throw new RateLimitedError(
+        'Too many failed sign-ins for this email; try again later.',
+        (attempt.reopensAt.getTime() - Date.now()) / 1000,
+      );
     }
-    const candidates = await this.store.findSignable(key, input.orgId);
-    const verdicts = await Promise.all(
-      (candidates.length > 0 ? candidates : [null]).map((member) => verifyPassword(input.password, member?.passwordHash ?? null)),
-    );
-    const matching = candidates.filter((_, index) => verdicts[index]);
-    if (matching.length === 0) {
-      await this.store.recordFailure(key);
-      throw new UnauthorizedError('The email or the password is wrong.');
+    let matching: Member[];
+    try {
+      const candidates = await this.store.findSignable(key, input.orgId);
+      const verdicts = await Promise.all(
+        (candidates.length > 0 ? candidates : [null]).map((member) => verifyPassword(input.password, member?.passwordHash ?? null)),
+      );
+      matching = candidates.filter((_, index) => verdicts[index]);
+    } catch (error) {
+      await this.store.forgetSignInAttempt(attempt.attemptId);
+      throw error;
     }
+    if (matching.length === 0) throw new UnauthorizedError('The email or the password is wrong.');
+    await this.store.forgetSignInAttempt(attempt.attemptId);
     if (matching.length > 1) {
       throw new ValidationError([
         { path: 'orgId', message: 'This email is a member of several organizations: name the one to sign in to.' },

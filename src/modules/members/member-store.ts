@@ -129,23 +129,43 @@ export class MemberStore {
     return this.db.member.update({ where: { id }, data: changes });
   }
 
-  /** Adds an invite; a mail sent again for the same event replaces the token it sent before. */
-  async addInvite(memberId: string, invite: { tokenHash: Uint8Array<ArrayBuffer>; expiresAt: Date; sentForEvent?: string }): Promise<void> {
-    if (!invite.sentForEvent) {
-      await this.db.memberInvite.create({ data: { memberId, ...invite } });
-      return;
-    }
-    await this.db.memberInvite.upsert({
-      where: { sentForEvent: invite.sentForEvent },
-      create: { memberId, ...invite },
-      update: { tokenHash: invite.tokenHash, expiresAt: invite.expiresAt },
+  /**
+   * The invite a mail carries, only while the member has no password: a mail sent again for the
+   * same event replaces the token it sent before. False when the member is gone or has accepted an
+   * invite already. The member's row is locked for share, so an acceptance either comes first (and
+   * this sees its password) or waits, then deletes this invite with the member's others.
+   */
+  mailedInvite(memberId: string, invite: { tokenHash: Uint8Array<ArrayBuffer>; expiresAt: Date; sentForEvent: string }): Promise<boolean> {
+    return this.db.$transaction(async (tx) => {
+      const [member] = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM members WHERE id = ${memberId}::uuid AND password_hash IS NULL FOR SHARE`;
+      if (!member) return false;
+      await tx.memberInvite.upsert({
+        where: { sentForEvent: invite.sentForEvent },
+        create: { memberId, ...invite },
+        update: { tokenHash: invite.tokenHash, expiresAt: invite.expiresAt },
+      });
+      return true;
     });
+  }
+
+  /** Whether a token is an unexpired invite of a member who has no password yet (nothing is changed). */
+  async inviteAcceptable(tokenHash: Uint8Array<ArrayBuffer>, now: Date): Promise<boolean> {
+    const rows = await this.sql.query<{ found: number }>(
+      'invite-acceptable',
+      `SELECT 1 AS found FROM member_invites i JOIN members m ON m.id = i.member_id
+       WHERE i.token_hash = $1 AND i.expires_at > $2 AND m.password_hash IS NULL`,
+      [Buffer.from(tokenHash), now],
+    );
+    return rows.length > 0;
   }
 
   /**
    * Uses an invite: sets the password (and name), consumes every invite of the member and opens
-   * a session, in one transaction. Null when the token is unknown, used or expired; the
-   * conditional delete decides two concurrent uses of one token.
+   * a session, in one transaction. Null when the token is unknown, used or expired, or its member
+   * has a password already (an invite never resets one). The token is spent and the member's row
+   * locked first: of two uses of one token, or of two invites of one member, one wins; and an
+   * invite mailed meanwhile is either deleted below or sees the password (mailedInvite).
    */
   acceptInvite(
     tokenHash: Uint8Array<ArrayBuffer>,
@@ -155,11 +175,14 @@ export class MemberStore {
   ): Promise<Member | null> {
     return this.db.$transaction(async (tx) => {
       const [invite] = await tx.$queryRaw<{ memberId: string }[]>`
-        DELETE FROM member_invites WHERE token_hash = ${Buffer.from(tokenHash)} AND expires_at > ${now}
-        RETURNING member_id AS "memberId"`;
+        WITH spent AS (
+          DELETE FROM member_invites WHERE token_hash = ${Buffer.from(tokenHash)} AND expires_at > ${now} RETURNING member_id
+        )
+        SELECT m.id AS "memberId" FROM members m JOIN spent ON spent.member_id = m.id
+        WHERE m.password_hash IS NULL FOR UPDATE OF m`;
       if (!invite) return null;
-      await tx.memberInvite.deleteMany({ where: { memberId: invite.memberId } });
       const member = await tx.member.update({ where: { id: invite.memberId }, data: { ...changes, lastSignInAt: now } });
+      await tx.memberInvite.deleteMany({ where: { memberId: invite.memberId } });
       await tx.session.create({ data: { ...session, memberId: member.id } });
       return member;
     });
@@ -194,18 +217,30 @@ export class MemberStore {
     await this.db.session.deleteMany({ where: { id: sessionId } });
   }
 
-  /** Failed sign-ins for the email within the window, oldest first (their times bound the wait). */
-  recentFailures(emailKey: string, windowMs: number): Promise<{ failedAt: Date }[]> {
-    return this.sql.query(
-      'sign-in-failures',
-      `SELECT failed_at AS "failedAt" FROM sign_in_failures
-       WHERE email_key = $1 AND failed_at > clock_timestamp() - $2 * interval '1 millisecond' ORDER BY failed_at`,
-      [emailKey, windowMs],
+  /**
+   * Counts a sign-in attempt for the email as a failure before its password is checked, unless
+   * `limit` failures within the window are counted already: then the time the oldest of those
+   * leaves the window. Concurrent attempts for one email are counted one after the other
+   * (prisma/functions/ag_claim_sign_in_attempt.sql), so none slips past the limit. An attempt that
+   * was no failure after all is forgotten again (forgetSignInAttempt).
+   */
+  async claimSignInAttempt(
+    emailKey: string,
+    limit: number,
+    windowMs: number,
+  ): Promise<{ kind: 'claimed'; attemptId: string } | { kind: 'locked'; reopensAt: Date }> {
+    const [row] = await this.sql.query<{ attemptId: string | null; reopensAt: Date | null }>(
+      'sign-in-attempt-claim',
+      `SELECT attempt_id AS "attemptId", reopens_at AS "reopensAt"
+       FROM ag_claim_sign_in_attempt($1, $2, $3 * interval '1 millisecond')`,
+      [emailKey, limit, windowMs],
     );
+    return row!.attemptId !== null ? { kind: 'claimed', attemptId: row!.attemptId } : { kind: 'locked', reopensAt: row!.reopensAt! };
   }
 
-  async recordFailure(emailKey: string): Promise<void> {
-    await this.sql.query('sign-in-failure', 'INSERT INTO sign_in_failures (email_key) VALUES ($1)', [emailKey]);
+  /** A claimed attempt that was no failure after all: the right password, or never checked. */
+  async forgetSignInAttempt(attemptId: string): Promise<void> {
+    await this.sql.query('sign-in-attempt-forget', 'DELETE FROM sign_in_failures WHERE id = $1', [attemptId]);
   }
 
   /** The member a Slack identity is linked to (never matched by email; see docs/members-and-channels.md). */
