@@ -419,6 +419,77 @@ describe('every message posted for an approval follows it', () => {
   });
 });
 
+describe('Slack text is escaped everywhere it goes', () => {
+  const INJECTIONS = '<!channel> <!here> <@U0BOSS> <http://evil.test|Your bank> & co';
+  /** Every text of a call: the fallback and each text of its blocks, of any type. */
+  const textsOf = (call: SlackCall): string[] => {
+    const found: string[] = [String(call.args.text)];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'text' && typeof value === 'string') found.push(value);
+          else walk(value);
+        }
+      }
+    };
+    walk(call.args.blocks);
+    return found;
+  };
+  /** What is left of a text once our own control sequences (the date token, the console link) are taken out. */
+  const foreign = (text: string) =>
+    text
+      .replace(/<!date\^\d+\^\{date_short_pretty\} \{time\}\|[^<>]+>/g, '')
+      .replace(/<https:\/\/gate\.acme\.test\/console\/approvals\/[0-9a-f-]{36}\|Open in console>/g, '');
+  const expectEscaped = (call: SlackCall) => {
+    for (const text of textsOf(call)) {
+      expect(foreign(text)).not.toMatch(/[<>]/);
+      expect(foreign(text)).not.toMatch(/&(?!amp;|lt;|gt;)/);
+    }
+  };
+
+  it('in the posted message, its text fallback and every chat.update, whatever the request, payload or feedback hold', async () => {
+    const approval = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: `refund ${INJECTIONS}`, payload: { note: INJECTIONS }, policyKey: 'refunds', agent: `bot ${INJECTIONS}` })
+        .expect(201)
+    ).body as { id: string };
+    const posted = await postedFor(approval.id);
+    expect(posted.args.text).toBe(
+      'Approval needed: refund &lt;!channel&gt; &lt;!here&gt; &lt;@U0BOSS&gt; &lt;http://evil.test|Your bank&gt; &amp; co',
+    );
+    expectEscaped(posted);
+
+    await bob
+      .request('post', `/v1/approvals/${approval.id}/decision`)
+      .send({ verdict: 'rejected', feedback: `No. ${INJECTIONS}` })
+      .expect(200);
+    const update = await settledMessage(approval.id, `Rejected by ${bob.email}`);
+    expect(update.args.text).toContain('Feedback: No. &lt;!channel&gt; &lt;!here&gt; &lt;@U0BOSS&gt;');
+    expect(update.args.text).toContain('refund &lt;!channel&gt;');
+    expect(textOf(update)).toContain('No. &lt;!channel&gt;');
+    const ts = (await env.services.notifications.postedSlackMessages(approval.id))[0]!.slackTs;
+    for (const call of updatesOf(ts)) expectEscaped(call);
+  });
+
+  it('in the reject modal and in what a reviewer is told privately', async () => {
+    const approval = (
+      await org.request('post', '/v1/approvals').send({ action: INJECTIONS, payload: {}, policyKey: 'refunds' }).expect(201)
+    ).body as { id: string };
+    await postedFor(approval.id);
+    const press = buttonPress('reject', approval.id, 'U0BOB');
+    await interact(press).expect(200);
+    const opened = slack.of('views.open').find((call) => call.args.trigger_id === press.trigger_id)!;
+    expectEscaped({ ...opened, args: { text: '', blocks: opened.args.view.blocks } });
+    await bob.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const before = slack.of('chat.postEphemeral').length;
+    await interact(buttonPress('approve', approval.id, 'U0CAROL')).expect(200);
+    const told = await eventually(() => slack.of('chat.postEphemeral')[before]);
+    expect(told.args.text).not.toMatch(/[<>]/);
+  });
+});
+
 describe('Slack’s limits', () => {
   it('honours a 429’s Retry-After and retries a 5xx, posting once', async () => {
     const callsFor = (id: string) => slack.of('chat.postMessage').filter((call) => textOf(call).includes(id));
