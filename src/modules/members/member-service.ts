@@ -111,6 +111,7 @@ export class MemberService {
       }),
       ...keysRevokedWith('member.updated', tenant, before, revokedKeys),
     ]);
+    if (outcome.kind === 'slack_taken') throw slackIdentityTaken();
     const member = this.settled(outcome, id, 'demote');
     this.afterCommit.outboxSignal.notify();
     return toMemberView(member);
@@ -269,7 +270,7 @@ export class MemberService {
     if (outcome === 'gone')
       throw new GoneError('This Slack link is unknown, used or expired. Press a button in Slack again for a new one.');
     if (outcome === 'taken') {
-      throw new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
+      throw slackIdentityTaken();
     }
     this.afterCommit.outboxSignal.notify();
   }
@@ -306,6 +307,10 @@ function memberIdOf(tenant: Tenant): string {
   if (tenant.principal.type !== 'session')
     throw new UnauthorizedError('Only a member signed in to the console can change their own settings.');
   return tenant.principal.memberId;
+}
+
+function slackIdentityTaken(): ConflictError {
+  return new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
 }
 
 function memberNotFound(id: string): NotFoundError {
