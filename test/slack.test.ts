@@ -308,6 +308,35 @@ describe('POST /slack/interactions', () => {
     expect(vote!.channel).toBe('slack');
   });
 
+  it('previews a link for the console without using it, with the refusals of linking, for a session with its CSRF token only', async () => {
+    const issue = (userId: string) =>
+      env.services.members.issueSlackLink(org.orgId, SLACK_TEAM_ID, userId).then((url) => url.split('/').pop()!);
+    const dave = await createMember(env, org, 'reviewer');
+    const token = await issue('U0DAVE');
+    const preview = dave.request('post', '/v1/session/slack-link/preview');
+    const shown = await preview.send({ token }).expect(200);
+    expect(shown.body).toEqual({ teamId: SLACK_TEAM_ID, userId: 'U0DAVE', expiresAt: expect.stringMatching(/Z$/), linkedToYou: false });
+    expect(Date.parse(shown.body.expiresAt) - Date.now()).toBeGreaterThan(14 * 60_000);
+    await dave.request('post', '/v1/session/slack-link/preview').send({ token }).expect(200);
+
+    // The session cookie alone (a form of another site) is refused, and so is an API key.
+    for (const path of ['/v1/session/slack-link/preview', '/v1/session/slack-link']) {
+      expect((await dave.agent.post(path).send({ token }).expect(403)).body.code).toBe('csrf_failed');
+      await org.request('post', path).send({ token }).expect(401);
+    }
+    const bobs = await issue('U0BOB');
+    expect((await carol.request('post', '/v1/session/slack-link/preview').send({ token: bobs }).expect(409)).body.code).toBe('conflict');
+    expect((await bob.request('post', '/v1/session/slack-link/preview').send({ token: bobs }).expect(200)).body.linkedToYou).toBe(true);
+    await carol
+      .request('post', '/v1/session/slack-link/preview')
+      .send({ token: 'x'.repeat(43) })
+      .expect(410);
+    await carol.request('post', '/v1/session/slack-link/preview').send({}).expect(422);
+
+    await dave.request('post', '/v1/session/slack-link').send({ token }).expect(204);
+    await dave.request('post', '/v1/session/slack-link/preview').send({ token }).expect(410);
+  });
+
   it('refuses an expired link token, one of another organization, and an identity another member holds', async () => {
     const issue = (userId: string, orgId = org.orgId) =>
       env.services.members.issueSlackLink(orgId, SLACK_TEAM_ID, userId).then((url) => url.split('/').pop()!);

@@ -264,6 +264,19 @@ export class MemberStore {
     await this.db.slackLinkToken.create({ data: token });
   }
 
+  /** The Slack identity of an unused, unexpired link token of the organization, and who holds it now; the token stays as it is. */
+  async findSlackLinkToken(
+    orgId: string,
+    tokenHash: Uint8Array<ArrayBuffer>,
+  ): Promise<{ teamId: string; userId: string; expiresAt: Date; holderId: string | null } | null> {
+    const [found] = await this.db.$queryRaw<{ teamId: string; userId: string; expiresAt: Date; holderId: string | null }[]>`
+      SELECT t.team_id AS "teamId", t.user_id AS "userId", t.expires_at AS "expiresAt", m.id::text AS "holderId"
+      FROM slack_link_tokens t
+      LEFT JOIN members m ON m.org_id = t.org_id AND m.slack_team_id = t.team_id AND m.slack_user_id = t.user_id
+      WHERE t.token_hash = ${Buffer.from(tokenHash)} AND t.org_id = ${orgId}::uuid AND t.expires_at > now()`;
+    return found ?? null;
+  }
+
   /**
    * Links the Slack identity of an unused, unexpired link token of the member's organization to
    * the member, consuming the token, with its audit event. 'taken' (nothing changes, the token
