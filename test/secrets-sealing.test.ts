@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { resealColumns } from '../src/data/sealed-columns.js';
 import { SecretBox } from '../src/lib/secret-box.js';
+import { webhookSecretColumns, WebhookSecrets } from '../src/modules/webhooks/webhook-secrets.js';
 import { verifyWebhook } from '../src/modules/webhooks/verify-webhook.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
@@ -170,6 +172,29 @@ describe('webhook signing secrets at rest', () => {
     ).body;
     const row = await env.services.db.webhookEndpoint.findUniqueOrThrow({ where: { id: created.id } });
     expect(row.secret).toBe(created.secret);
+  });
+
+  it('reseals a table in batches, every row once, and opens each to what it was', async () => {
+    const env = await testEnv({});
+    const orgs = await Promise.all([env.createOrg(), env.createOrg(), env.createOrg()]);
+    const rows = orgs.flatMap(({ orgId }) =>
+      Array.from({ length: 85 }, (_, i) => ({
+        orgId,
+        url: `https://hooks.acme.test/${i}`,
+        events: ['approval.approved'],
+        secret: `whsec_${randomBytes(32).toString('base64')}`,
+      })),
+    );
+    await env.services.db.webhookEndpoint.createMany({ data: rows });
+    const box = SecretBox.fromBase64(newKey());
+    expect(await resealColumns(env.services.db, box, webhookSecretColumns)).toEqual({ resealed: 255, current: 0 });
+    expect(await resealColumns(env.services.db, box, webhookSecretColumns)).toEqual({ resealed: 0, current: 255 });
+    const stored = await env.services.db.webhookEndpoint.findMany();
+    const secrets = new WebhookSecrets(box);
+    const opened = new Set(
+      stored.map((endpoint) => secrets.fromStored({ orgId: endpoint.orgId, endpointId: endpoint.id }, endpoint.secret)),
+    );
+    expect(opened).toEqual(new Set(rows.map((row) => row.secret)));
   });
 });
 

@@ -502,6 +502,20 @@ describe('Slack text is escaped everywhere it goes', () => {
     for (const call of updatesOf(ts)) expectEscaped(call);
   });
 
+  it('cuts a long header after escaping, never inside an entity', async () => {
+    const approval = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: `${'a'.repeat(130)}${'<&>'.repeat(20)}`, payload: {}, policyKey: 'refunds' })
+        .expect(201)
+    ).body as { id: string };
+    const posted = await postedFor(approval.id);
+    const header = (posted.args.blocks as { type: string; text: { text: string } }[]).find((block) => block.type === 'header')!.text.text;
+    expect(header.length).toBeLessThanOrEqual(150);
+    expect(header).toMatch(/^Approval needed: a{130}(&lt;&amp;&gt;)*(&lt;|&lt;&amp;)?$/);
+    expectEscaped(posted);
+  });
+
   it('in the reject modal and in what a reviewer is told privately', async () => {
     const approval = (
       await org.request('post', '/v1/approvals').send({ action: INJECTIONS, payload: {}, policyKey: 'refunds' }).expect(201)

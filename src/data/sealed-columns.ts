@@ -4,7 +4,7 @@ import type { Database } from './database.js';
 /** A table whose columns hold secrets sealed with SecretBox, each under its own context. */
 export interface SealedColumns {
   table: string;
-  /** The primary key column, by which rows are visited in order. */
+  /** The primary key column, a uuid, by which rows are visited in order. */
   key: string;
   /** Each sealed column and the context its values are sealed under (read from the row's key and org_id). */
   columns: readonly { name: string; context: (row: { key: string; orgId: string }) => string }[];
@@ -37,8 +37,8 @@ export async function resealColumns(db: Database, box: SecretBox, spec: SealedCo
       // The table and column names are the caller's constants, never input.
       const rows = await tx.$queryRawUnsafe<Record<string, string | null>[]>(
         `SELECT ${spec.key}::text AS key, org_id::text AS "orgId", ${names.join(', ')}
-         FROM ${spec.table} WHERE $1::text IS NULL OR ${spec.key}::text > $1::text
-         ORDER BY ${spec.key}::text LIMIT ${BATCH_ROWS} FOR UPDATE`,
+         FROM ${spec.table} WHERE $1::uuid IS NULL OR ${spec.key} > $1::uuid
+         ORDER BY ${spec.key} LIMIT ${BATCH_ROWS} FOR UPDATE`,
         after,
       );
       for (const row of rows) {
@@ -54,7 +54,7 @@ export async function resealColumns(db: Database, box: SecretBox, spec: SealedCo
           continue;
         }
         await tx.$executeRawUnsafe(
-          `UPDATE ${spec.table} SET ${changes.map((change, i) => `${change.name} = $${i + 2}`).join(', ')} WHERE ${spec.key}::text = $1`,
+          `UPDATE ${spec.table} SET ${changes.map((change, i) => `${change.name} = $${i + 2}`).join(', ')} WHERE ${spec.key} = $1::uuid`,
           identity.key,
           ...changes.map((change) => change.value),
         );
