@@ -5,6 +5,10 @@ import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createDataLayer, poolOptionsOf, type DataLayer } from '../data/database.js';
 import { AppError } from '../lib/errors.js';
+import { secretBoxOf, type SecretBox } from '../lib/secret-box.js';
+import { resealColumns } from '../data/sealed-columns.js';
+import { slackSecretColumns } from '../modules/slack/slack-service.js';
+import { webhookSecretColumns } from '../modules/webhooks/webhook-secrets.js';
 import { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
 import { PLANS, ROLES, SCOPES } from '../modules/orgs/tenant.js';
@@ -18,6 +22,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   org:plan   --org ORG_ID --plan free|pro|enterprise
   member:create --org ORG_ID --email EMAIL --role admin|reviewer|viewer [--name NAME]
   audit:keygen   a new Ed25519 key for AUDIT_SIGNING_KEY (its private half printed once)
+  secrets:reseal every sealed secret (webhook and Slack) sealed again under SECRETS_ENCRYPTION_KEY,
+                 unsealed ones sealed; opens those under SECRETS_ENCRYPTION_KEYS_OLD; safe to run again
 
 Scopes: ${SCOPES.join(', ')}`;
 
@@ -66,6 +72,17 @@ const commands = {
       };
     },
   },
+  'secrets:reseal': {
+    options: {},
+    schema: z.object({}),
+    run: async ({ db, secrets }: CliServices) => {
+      if (!secrets) throw new CliError('secrets:reseal needs SECRETS_ENCRYPTION_KEY: the key to seal every secret under.');
+      return {
+        webhookEndpoints: await resealColumns(db, secrets, webhookSecretColumns),
+        slackIntegrations: await resealColumns(db, secrets, slackSecretColumns),
+      };
+    },
+  },
   'member:create': {
     options: { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } },
     schema: z.object({ org: z.string().min(1), email: z.email(), role: z.enum(ROLES), name: z.string().min(1).max(200).optional() }),
@@ -84,12 +101,18 @@ const commands = {
 interface CliServices {
   orgs: OrgService;
   members: MemberService;
+  db: DataLayer['db'];
+  secrets: SecretBox | null;
 }
 
 export class CliError extends Error {}
 
 /** Runs one command against the database and returns what it prints as JSON. */
-export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>, { publicUrl }: { publicUrl: string }): Promise<unknown> {
+export async function runCli(
+  argv: string[],
+  data: Pick<DataLayer, 'db' | 'sql'>,
+  { publicUrl, secrets = null }: { publicUrl: string; secrets?: SecretBox | null },
+): Promise<unknown> {
   const [name, ...rest] = argv;
   const command = commands[name as keyof typeof commands];
   if (!command) throw new CliError(name ? `Unknown command '${name}'.\n\n${USAGE}` : USAGE);
@@ -106,7 +129,9 @@ export async function runCli(argv: string[], data: Pick<DataLayer, 'db' | 'sql'>
     throw new CliError(`${problems.join('\n')}\n\n${USAGE}`);
   }
   // The CLI holds no Redis connection: the relay finds what it writes by polling the outbox.
-  const services = {
+  const services: CliServices = {
+    db: data.db,
+    secrets,
     orgs: new OrgService(data),
     members: new MemberService(data, { outboxSignal: { notify: async () => {} } }, { publicUrl }),
   };
@@ -123,7 +148,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const config = loadConfig();
     data = createDataLayer(config.DATABASE_URL, { ...poolOptionsOf(config), size: 2 }, () => {});
-    const output = await runCli(argv, data, { publicUrl: config.PUBLIC_URL });
+    const output = await runCli(argv, data, { publicUrl: config.PUBLIC_URL, secrets: secretBoxOf(config) });
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
   } catch (error) {

@@ -1,4 +1,5 @@
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
+import { isUniqueViolation } from '../../data/database-errors.js';
 import type { Member, MemberRole, Plan, Prisma } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
@@ -57,7 +58,7 @@ export class MemberStore {
         return created;
       });
     } catch (error) {
-      if ((error as { code?: string }).code === 'P2002') return null;
+      if (isUniqueViolation(error)) return null;
       throw error;
     }
   }
@@ -85,14 +86,15 @@ export class MemberStore {
   /**
    * Changes the member with its audit events. A role change (`roleScopes`: the scopes of the new
    * role) revokes, in the same transaction, the member's keys holding any other scope.
+   * 'slack_taken' (nothing changes) when another member of the organization holds the Slack identity.
    */
-  update(
+  async update(
     orgId: string,
     id: string,
     changes: MemberChanges,
     roleScopes: readonly Scope[] | null,
     events: (before: Member, revokedKeys: ApiKey[]) => AuditEventDraft[],
-  ): Promise<AdminGuarded<Member>> {
+  ): Promise<AdminGuarded<Member> | { kind: 'slack_taken' }> {
     return this.guardingLastAdmin(
       orgId,
       id,
@@ -103,7 +105,11 @@ export class MemberStore {
         await appendAuditEvents(tx, orgId, events(member, revoked));
         return updated;
       },
-    );
+    ).catch((error: unknown) => {
+      // The only unique constraint a change can break: (org, Slack team, Slack user).
+      if (isUniqueViolation(error)) return { kind: 'slack_taken' as const };
+      throw error;
+    });
   }
 
   /**
@@ -258,6 +264,19 @@ export class MemberStore {
     await this.db.slackLinkToken.create({ data: token });
   }
 
+  /** The Slack identity of an unused, unexpired link token of the organization, and who holds it now; the token stays as it is. */
+  async findSlackLinkToken(
+    orgId: string,
+    tokenHash: Uint8Array<ArrayBuffer>,
+  ): Promise<{ teamId: string; userId: string; expiresAt: Date; holderId: string | null } | null> {
+    const [found] = await this.db.$queryRaw<{ teamId: string; userId: string; expiresAt: Date; holderId: string | null }[]>`
+      SELECT t.team_id AS "teamId", t.user_id AS "userId", t.expires_at AS "expiresAt", m.id::text AS "holderId"
+      FROM slack_link_tokens t
+      LEFT JOIN members m ON m.org_id = t.org_id AND m.slack_team_id = t.team_id AND m.slack_user_id = t.user_id
+      WHERE t.token_hash = ${Buffer.from(tokenHash)} AND t.org_id = ${orgId}::uuid AND t.expires_at > now()`;
+    return found ?? null;
+  }
+
   /**
    * Links the Slack identity of an unused, unexpired link token of the member's organization to
    * the member, consuming the token, with its audit event. 'taken' (nothing changes, the token
@@ -285,7 +304,8 @@ export class MemberStore {
         return 'linked' as const;
       })
       .catch((error: unknown) => {
-        if (error instanceof SlackIdentityTaken) return 'taken' as const;
+        // Taken before this transaction looked, or by a concurrent one that committed first.
+        if (error instanceof SlackIdentityTaken || isUniqueViolation(error)) return 'taken' as const;
         throw error;
       });
   }

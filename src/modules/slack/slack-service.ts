@@ -1,5 +1,6 @@
 import { WebAPIPlatformError, type WebClient } from '@slack/web-api';
 import type { Database } from '../../data/database.js';
+import type { SealedColumns } from '../../data/sealed-columns.js';
 import { NotFoundError, DependencyUnavailableError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
@@ -32,6 +33,16 @@ export interface SlackOptions {
 
 /** Each sealed value is bound to its organization and field: copied elsewhere, it does not open. */
 const sealContext = (orgId: string, field: 'botToken' | 'signingSecret') => `slack:${orgId}:${field}`;
+
+/** The sealed columns of a connection, for `secrets:reseal`. */
+export const slackSecretColumns: SealedColumns = {
+  table: 'slack_integrations',
+  key: 'org_id',
+  columns: [
+    { name: 'bot_token', context: (row) => sealContext(row.orgId, 'botToken') },
+    { name: 'signing_secret', context: (row) => sealContext(row.orgId, 'signingSecret') },
+  ],
+};
 
 /** Slack workspaces connected to organizations (see docs/members-and-channels.md); their secrets never leave this class. */
 export class SlackService {
