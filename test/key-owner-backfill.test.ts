@@ -176,6 +176,9 @@ describe('upgrading past the key owners', () => {
     await applyMigrationFiles(db, [BACKFILL]);
     // Once owners exist, POST /v1/keys stores its owner, and a key the CLI makes is a service key.
     await addKey('cliAfterOwners');
+    // ...and a key made with the admin's old key belongs to that key's principal, unknown as it is.
+    await addKey('mintedByLegacyKey');
+    await db.query(`UPDATE api_keys SET owner_type = 'key', owner_id = $1 WHERE id = $2`, [keys.mintedByAdmin, keys.mintedByLegacyKey]);
     await applyMigrationFiles(
       db,
       names.filter((name) => name > BACKFILL),
@@ -192,5 +195,16 @@ describe('upgrading past the key owners', () => {
     expect(await principal('mintedByAdmin')).toEqual({ type: 'unattributed', id: keys.mintedByAdmin });
     expect(await principal('madeByCli')).toEqual({ type: 'unattributed', id: keys.madeByCli });
     expect(await principal('cliAfterOwners')).toEqual({ type: 'api_key', id: keys.cliAfterOwners });
+    expect(await principal('mintedByLegacyKey')).toEqual({ type: 'unattributed', id: keys.mintedByAdmin });
+    const { rows } = await db.query<{ name: string; owner_unknown: boolean }>('SELECT name, owner_unknown FROM api_keys ORDER BY name');
+    expect(Object.fromEntries(rows.map((row) => [row.name, row.owner_unknown]))).toEqual({
+      cliAfterOwners: false,
+      madeByCli: true,
+      mintedByAdmin: true,
+      mintedByLegacyKey: false,
+    });
+    await expect(db.query(`UPDATE api_keys SET owner_type = 'user', owner_id = $1 WHERE id = $1`, [keys.mintedByAdmin])).rejects.toThrow(
+      /api_keys_owner_unknown_check/,
+    );
   });
 });
