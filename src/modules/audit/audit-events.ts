@@ -21,6 +21,7 @@ export const AUDIT_EVENT_TYPES = [
   'member.removed',
   'key.created',
   'key.revoked',
+  'key.attributed',
   'approval.vote_recorded',
   'integration.updated',
   'integration.removed',
