@@ -68,7 +68,9 @@ export class OrgService {
       case 'not_found':
         throw new NotFoundError(`No API key with id '${id}' exists in organization ${orgId}.`);
       case 'no_member':
-        throw new NotFoundError(`Organization ${orgId} has no member with the email '${(attribution as { email: string }).email}'.`);
+        throw new NotFoundError(
+          `Organization ${orgId} has no member with the email '${attribution.kind === 'member' ? attribution.email : ''}'.`,
+        );
       case 'already_attributed': {
         const { key, ownerKey } = outcome;
         if (ownerKey?.ownerUnknown) {
