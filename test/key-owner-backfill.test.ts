@@ -207,4 +207,25 @@ describe('upgrading past the key owners', () => {
       /api_keys_owner_unknown_check/,
     );
   });
+
+  it('without the engine’s record of the key_owners migration, every key without an owner or a key.created event is unknown', async () => {
+    const db = await legacyDatabase();
+    clients.push(db);
+    const org = randomUUID();
+    await db.query(`INSERT INTO organizations (id, name, plan, admin_emails) VALUES ($1, 'acme', 'pro', '{}')`, [org]);
+    await applyMigrationFiles(db, [BACKFILL]);
+    const key = randomUUID();
+    await db.query(`INSERT INTO api_keys (id, org_id, scopes, key_hash) VALUES ($1, $2, '{approvals:read}', $3)`, [
+      key,
+      org,
+      randomBytes(32),
+    ]);
+    await db.query('DELETE FROM _prisma_migrations WHERE migration_name = $1', [BACKFILL]);
+    await applyMigrationFiles(
+      db,
+      names.filter((name) => name > BACKFILL),
+    );
+    const { rows } = await db.query<{ owner_unknown: boolean }>('SELECT owner_unknown FROM api_keys WHERE id = $1', [key]);
+    expect(rows).toEqual([{ owner_unknown: true }]);
+  });
 });
