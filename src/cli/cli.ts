@@ -19,6 +19,8 @@ const USAGE = `Usage: npm run cli -- <command> [options]
   org:create --name NAME --plan free|pro|enterprise [--admin-email EMAIL ...]
   key:create --org ORG_ID --scopes a,b,c [--name NAME]
   key:revoke --id KEY_ID
+  key:attribute --org ORG_ID --id KEY_ID (--member EMAIL | --service)
+             gives a key made before keys had owners its owner (docs/members-and-channels.md)
   org:plan   --org ORG_ID --plan free|pro|enterprise
   member:create --org ORG_ID --email EMAIL --role admin|reviewer|viewer [--name NAME]
   audit:keygen   a new Ed25519 key for AUDIT_SIGNING_KEY (its private half printed once)
@@ -26,6 +28,9 @@ const USAGE = `Usage: npm run cli -- <command> [options]
                  unsealed ones sealed; opens those under SECRETS_ENCRYPTION_KEYS_OLD; safe to run again
 
 Scopes: ${SCOPES.join(', ')}`;
+
+/** Who acts through the CLI, as the audit chain records it: the operator, not a member or a key. */
+const CLI_ACTOR = { type: 'system', id: 'cli' } as const;
 
 const scopeList = z
   .string()
@@ -48,7 +53,18 @@ const commands = {
     options: { org: { type: 'string' }, scopes: { type: 'string' }, name: { type: 'string' } },
     schema: z.object({ org: z.string().min(1), scopes: scopeList, name: z.string().min(1).max(200).optional() }),
     run: ({ orgs }: CliServices, args: { org: string; scopes: (typeof SCOPES)[number][]; name?: string }) =>
-      orgs.createApiKey({ orgId: args.org, scopes: args.scopes, ...(args.name ? { name: args.name } : {}) }),
+      orgs.createApiKey({ orgId: args.org, scopes: args.scopes, ...(args.name ? { name: args.name } : {}) }, CLI_ACTOR),
+  },
+  'key:attribute': {
+    options: { org: { type: 'string' }, id: { type: 'string' }, member: { type: 'string' }, service: { type: 'boolean' } },
+    schema: z
+      .object({ org: z.string().min(1), id: z.string().min(1), member: z.email().optional(), service: z.literal(true).optional() })
+      .refine((args) => (args.member === undefined) !== (args.service === undefined), {
+        path: ['member'],
+        message: 'give exactly one of --member EMAIL (the key is theirs) and --service (the key is its own principal)',
+      }),
+    run: ({ orgs }: CliServices, args: { org: string; id: string; member?: string; service?: true }) =>
+      orgs.attributeApiKey(args.org, args.id, args.member ? { kind: 'member', email: args.member } : { kind: 'service' }, CLI_ACTOR),
   },
   'key:revoke': {
     options: { id: { type: 'string' } },
@@ -90,7 +106,7 @@ const commands = {
       await orgs.requireOrganization(args.org);
       const { member, inviteUrl } = await members.create(
         // Whoever runs the CLI holds every scope: it makes the first admin.
-        { orgId: args.org, actor: { type: 'system', id: 'cli' }, scopes: new Set(SCOPES) },
+        { orgId: args.org, actor: CLI_ACTOR, scopes: new Set(SCOPES) },
         { email: args.email, role: args.role, ...(args.name ? { name: args.name } : {}) },
       );
       return { id: member.id, inviteUrl };
