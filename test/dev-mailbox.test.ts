@@ -22,7 +22,7 @@ beforeAll(async () => {
   org = await env.createOrg({ adminEmails: [ADMIN] });
   worker = await startWorkerRuntime(env.services, ['outbox-relay', 'approval-mail', 'member-invite-mail', 'orphan-alert']);
   browser = await launchBrowser();
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await browser?.close();

@@ -27,7 +27,7 @@ beforeAll(async () => {
   worker = await startWorkerRuntime(env.services, WORKER_ROLES);
   scratch = await mkdtemp(path.join(tmpdir(), 'approval-gate-docs-'));
   ({ demo } = await prepareDemo(env.services, path.join(scratch, 'demo.json')));
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await worker?.stop();

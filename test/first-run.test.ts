@@ -144,7 +144,7 @@ function runProcess(args: string[], extraEnv: Record<string, string>): Promise<{
     execFile(
       process.execPath,
       ['--import', 'tsx', ...args],
-      { env: { ...process.env, ...extraEnv }, timeout: 30_000 },
+      { env: { ...process.env, ...extraEnv }, timeout: 90_000 },
       (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
     );
   });
@@ -188,7 +188,7 @@ describe('a taken port', () => {
                   DATABASE_URL: env.config.DATABASE_URL,
                   REDIS_PREFIX: env.config.REDIS_PREFIX,
                 },
-                timeout: 30_000,
+                timeout: 90_000,
               },
               (error, stdout) => resolve({ code: error ? (error.code as number) : 0, output: stdout.replace(/\x1b\[[0-9;]*m/g, '') }),
             );
@@ -205,7 +205,7 @@ describe('a taken port', () => {
       level: 60,
       msg: expect.stringContaining(`port ${production.port} is in use`),
     });
-  });
+  }, 240_000);
 
   it('ends npm run dev with that one line and exit code 1 before anything starts', async () => {
     const result = await withTakenPort((port) => runProcess(['src/dev.ts'], { PORT: String(port), DATABASE_URL: env.config.DATABASE_URL }));

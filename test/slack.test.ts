@@ -492,7 +492,7 @@ describe('one approval decided at the same moment in the console, by a link and 
         );
       }
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('the Redis limiter', () => {
@@ -532,5 +532,5 @@ describe('the Redis limiter', () => {
       for (const runtime of runtimes) await runtime.stop();
       await local.close();
     }
-  }, 40_000);
+  }, 120_000);
 });
