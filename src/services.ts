@@ -13,6 +13,7 @@ import { slackEphemeralJob } from './jobs/slack-ephemeral.js';
 import { BackgroundWork, ENQUEUE_HINT_TIMEOUT_MS } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
 import { UnavailableError } from './lib/errors.js';
+import { Mailbox } from './lib/mailbox.js';
 import { createMailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
@@ -54,6 +55,8 @@ export type ProcessRole = 'web' | 'worker' | 'cli';
 export interface Services extends ConsumerContext {
   redis: Redis;
   settlements: ApprovalSettlements;
+  /** The mail kept instead of sent, outside production (null in production). */
+  mailbox: Mailbox | null;
   outboxSignal: OutboxSignal;
   /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
   consumers: readonly EventConsumer<any>[];
@@ -101,7 +104,9 @@ export async function createServices(
   await Promise.all([settlements.start(), approvalFeed.start()]);
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, background);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
-  const mailer = createMailer(config, logger);
+  // Development keeps unsent mail for the mailbox page; production never does (see docs/development.md).
+  const mailbox = config.NODE_ENV === 'production' ? null : new Mailbox(redis, config.REDIS_PREFIX);
+  const mailer = createMailer(config, logger, mailbox);
   const metrics = new Metrics(role);
   const outbox = new OutboxStore(db, sql);
   metrics.onScrape(async () => metrics.outboxLag.set(await outbox.lagSeconds()));
@@ -178,6 +183,7 @@ export async function createServices(
     consumerTasks: new ConsumerTaskStore(sql),
     jobs,
     mailer,
+    mailbox,
     metrics,
     orgs,
     members,

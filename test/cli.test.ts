@@ -88,4 +88,29 @@ describe('bootstrap CLI', () => {
     expect(failed).toMatchObject({ code: 1, stdout: '' });
     expect((failed as { stderr: string }).stderr).toMatch(/No organization with id 'x'/);
   });
+
+  it.each([
+    [
+      'a database that does not exist',
+      (url: URL) => (url.pathname = '/approval_gate_nowhere'),
+      /database "approval_gate_nowhere" does not exist/,
+    ],
+    ['a port nothing listens on', (url: URL) => (url.port = '1'), /ECONNREFUSED/],
+    [
+      'a role that does not exist, its password hidden',
+      (url: URL) => ((url.username = 'nobody'), (url.password = 'hunter2')),
+      /nobody:\*\*\*@.*role "nobody" does not exist/,
+    ],
+  ])('names %s in one line, without a stack trace', async (_what, spoil, reason) => {
+    const url = new URL(env.config.DATABASE_URL);
+    spoil(url);
+    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'org:create', '--name', 'x', '--plan', 'pro'], {
+      env: { ...process.env, DATABASE_URL: url.toString() },
+    }).catch((error: { code: number; stdout: string; stderr: string }) => error);
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    const { stderr } = failed as { stderr: string };
+    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^Cannot use the database postgresql:\/\//)]);
+    expect(stderr).toMatch(reason);
+    expect(stderr).not.toContain('hunter2');
+  });
 });

@@ -30,6 +30,7 @@ const accept = (body: Record<string, unknown>) => env.http.post('/v1/invites/acc
 describe('members API', () => {
   it('invites a member: 201 with the member and a single-use invite URL under PUBLIC_URL, and an invite mail', async () => {
     const res = await org.request('post', '/v1/members').send({ email: 'Ada@Acme.test', role: 'reviewer', name: 'Ada' }).expect(201);
+    expect(res.body.inviteMail).toBe('queued');
     expect(res.body.member).toEqual({
       id: expect.any(String),
       email: 'Ada@Acme.test',

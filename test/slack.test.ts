@@ -606,7 +606,7 @@ describe('one approval decided at the same moment in the console, by a link and 
         );
       }
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('the Redis limiter', () => {
@@ -641,10 +641,13 @@ describe('the Redis limiter', () => {
         return mine.length === 4 ? mine : null;
       }, 20_000);
       const times = posts.map((call) => call.at).sort((a, b) => a - b);
-      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(450);
+      // The limiter spaces its grants by 500 ms; what the stand-in sees is their arrival, which a loaded
+      // machine delays by up to a few hundred ms each. Unthrottled, the four arrive together.
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(250);
+      expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(3 * 450);
     } finally {
       for (const runtime of runtimes) await runtime.stop();
       await local.close();
     }
-  }, 40_000);
+  }, 120_000);
 });

@@ -159,11 +159,41 @@ export async function runCli(
   }
 }
 
+/** The database URL as it may be printed: without its password. */
+function printableUrl(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(DATABASE_URL)';
+  }
+}
+
+/**
+ * One line naming the database and why it cannot be used (no such database, nothing listening,
+ * a refused login), asked before any command touches it, so that a wrong DATABASE_URL is never
+ * a driver's stack trace.
+ */
+async function checkDatabase(data: DataLayer, databaseUrl: string): Promise<void> {
+  try {
+    await data.sql.query(null, 'SELECT 1', []);
+  } catch (error) {
+    const failure = error as { message?: string; code?: string; errors?: { message: string }[] };
+    const reason = failure.message || failure.errors?.[0]?.message || failure.code || String(error);
+    throw new CliError(`Cannot use the database ${printableUrl(databaseUrl)}: ${reason.split('\n')[0]} (set DATABASE_URL).`);
+  }
+}
+
+/** Commands that never touch the database. */
+const OFFLINE_COMMANDS = new Set(['audit:keygen']);
+
 export async function main(argv: string[]): Promise<number> {
   let data: DataLayer | undefined;
   try {
     const config = loadConfig();
     data = createDataLayer(config.DATABASE_URL, { ...poolOptionsOf(config), size: 2 }, () => {});
+    if (argv[0] && argv[0] in commands && !OFFLINE_COMMANDS.has(argv[0])) await checkDatabase(data, config.DATABASE_URL);
     const output = await runCli(argv, data, { publicUrl: config.PUBLIC_URL, secrets: secretBoxOf(config) });
     process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
