@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ColumnMap } from '../src/data/columns.js';
 import type { Approval, Policy } from '../src/generated/prisma/client.js';
+import {
+  AUDIT_CHAIN_HEAD_COLUMNS,
+  AUDIT_CHECKPOINT_COLUMNS,
+  AUDIT_EVENT_COLUMNS,
+  AUDIT_EXPORT_CHUNK_COLUMNS,
+  AUDIT_EXPORT_COLUMNS,
+  AUDIT_SIGNING_KEY_COLUMNS,
+} from '../src/modules/audit/audit-columns.js';
 import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
 import { POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
@@ -9,6 +17,12 @@ import { createTestEnv, type TestEnv } from './support/test-env.js';
 const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   approvals: APPROVAL_COLUMNS,
   policies: POLICY_COLUMNS,
+  audit_chain_heads: AUDIT_CHAIN_HEAD_COLUMNS,
+  audit_checkpoints: AUDIT_CHECKPOINT_COLUMNS,
+  audit_events: AUDIT_EVENT_COLUMNS,
+  audit_export_chunks: AUDIT_EXPORT_CHUNK_COLUMNS,
+  audit_exports: AUDIT_EXPORT_COLUMNS,
+  audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
 };
 
 /**
@@ -21,12 +35,6 @@ const NOT_READ_WITH_RAW_SQL = [
   'api_keys',
   'approval_notifications',
   'approval_votes',
-  'audit_chain_heads',
-  'audit_checkpoints',
-  'audit_events',
-  'audit_export_chunks',
-  'audit_exports',
-  'audit_signing_keys',
   'consumer_tasks',
   'decision_links',
   'member_invites',
