@@ -9,6 +9,7 @@ import {
   AUDIT_EXPORT_COLUMNS,
   AUDIT_SIGNING_KEY_COLUMNS,
 } from '../src/modules/audit/audit-columns.js';
+import { VERIFIED_RANGE_COLUMNS } from '../src/modules/audit/audit-query-store.js';
 import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
 import { POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
@@ -23,6 +24,11 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   audit_export_chunks: AUDIT_EXPORT_CHUNK_COLUMNS,
   audit_exports: AUDIT_EXPORT_COLUMNS,
   audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
+};
+
+/** SQL functions returning rows (RETURNS TABLE), and the maps their callers read the rows with. */
+const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
+  ag_verify_audit_range: VERIFIED_RANGE_COLUMNS,
 };
 
 /**
@@ -53,17 +59,34 @@ const NOT_READ_WITH_RAW_SQL = [
 
 let env: TestEnv;
 let tables: Map<string, string[]>;
+let functions: Map<string, string[]>;
+
+function grouped(rows: { name: string; column: string }[]): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  for (const { name, column } of rows) byName.set(name, [...(byName.get(name) ?? []), column]);
+  return byName;
+}
 
 beforeAll(async () => {
   env = await createTestEnv();
-  const rows = await env.services.sql.query<{ table: string; column: string }>(
-    null,
-    `SELECT table_name AS "table", column_name AS "column" FROM information_schema.columns
-     WHERE table_schema = 'public' AND table_name IN (SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE')`,
-    [],
+  const { sql } = env.services;
+  tables = grouped(
+    await sql.query(
+      null,
+      `SELECT table_name AS name, column_name AS "column" FROM information_schema.columns
+       WHERE table_schema = 'public' AND table_name IN (SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE')`,
+      [],
+    ),
   );
-  tables = new Map();
-  for (const { table, column } of rows) tables.set(table, [...(tables.get(table) ?? []), column]);
+  functions = grouped(
+    await sql.query(
+      null,
+      `SELECT r.routine_name AS name, p.parameter_name AS "column"
+       FROM information_schema.routines r JOIN information_schema.parameters p ON p.specific_name = r.specific_name
+       WHERE r.routine_schema = 'public' AND p.parameter_mode = 'OUT' ORDER BY p.ordinal_position`,
+      [],
+    ),
+  );
 });
 afterAll(() => env.close());
 
@@ -75,6 +98,10 @@ describe('rows read with raw SQL', () => {
 
   it.each(Object.entries(MAPPED_TABLES))('the map of %s names every column of the table, and only those', (table, columns) => {
     expect(Object.values<string>(columns).sort()).toEqual(tables.get(table)?.sort());
+  });
+
+  it.each(Object.entries(MAPPED_FUNCTIONS))('the map of %s names every column of its rows, and only those', (name, columns) => {
+    expect(Object.values<string>(columns).sort()).toEqual(functions.get(name)?.sort());
   });
 
   it('a field the generated row type gains and the map does not name fails to compile', () => {
