@@ -10,6 +10,10 @@ import {
   AUDIT_SIGNING_KEY_COLUMNS,
 } from '../src/modules/audit/audit-columns.js';
 import { VERIFIED_RANGE_COLUMNS } from '../src/modules/audit/audit-query-store.js';
+import { MEMBER_COLUMNS, SESSION_COLUMNS } from '../src/modules/members/member-columns.js';
+import { SIGN_IN_ATTEMPT_COLUMNS } from '../src/modules/members/member-store.js';
+import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from '../src/modules/orgs/org-columns.js';
+import { SLACK_INTEGRATION_COLUMNS, SLACK_LINK_TOKEN_COLUMNS } from '../src/modules/slack/slack-columns.js';
 import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
 import { POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
@@ -24,10 +28,17 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   audit_export_chunks: AUDIT_EXPORT_CHUNK_COLUMNS,
   audit_exports: AUDIT_EXPORT_COLUMNS,
   audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
+  api_keys: API_KEY_COLUMNS,
+  members: MEMBER_COLUMNS,
+  organizations: ORGANIZATION_COLUMNS,
+  sessions: SESSION_COLUMNS,
+  slack_integrations: SLACK_INTEGRATION_COLUMNS,
+  slack_link_tokens: SLACK_LINK_TOKEN_COLUMNS,
 };
 
 /** SQL functions returning rows (RETURNS TABLE), and the maps their callers read the rows with. */
 const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
+  ag_claim_sign_in_attempt: SIGN_IN_ATTEMPT_COLUMNS,
   ag_verify_audit_range: VERIFIED_RANGE_COLUMNS,
 };
 
@@ -38,20 +49,14 @@ const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
  */
 const NOT_READ_WITH_RAW_SQL = [
   '_prisma_migrations',
-  'api_keys',
   'approval_notifications',
   'approval_votes',
   'consumer_tasks',
   'decision_links',
   'member_invites',
-  'members',
   'monthly_usage',
-  'organizations',
   'outbox_messages',
-  'sessions',
   'sign_in_failures',
-  'slack_integrations',
-  'slack_link_tokens',
   'webhook_attempts',
   'webhook_deliveries',
   'webhook_endpoints',

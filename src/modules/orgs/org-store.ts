@@ -1,15 +1,28 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
-import type { ApiKey, MemberRole, Organization, Plan } from '../../generated/prisma/client.js';
+import { Prisma, type ApiKey, type Member, type MemberRole, type Organization, type Plan } from '../../generated/prisma/client.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import { GENESIS_HASH, type AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { KeyOwner } from './key-owner-schema.js';
+import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from './org-columns.js';
 import { SCOPES, type Scope } from './tenant.js';
 
 export type { ApiKey };
 
 /** What authentication needs of a key: its owner, and its organization's plan in the same query. */
 export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'scopes' | 'revokedAt' | 'ownerType' | 'ownerId'> & Pick<Organization, 'plan'>;
+
+/** A grant with the digest it was read by, to hand each read its own. */
+type KeyGrantRow = KeyGrant & { keyHash: Buffer };
+
+const KEY_GRANT_COLUMNS = selectList({
+  ...pickColumns(qualified('k', API_KEY_COLUMNS), ['keyHash', 'id', 'orgId', 'scopes', 'revokedAt', 'ownerType', 'ownerId']),
+  ...pickColumns(qualified('o', ORGANIZATION_COLUMNS), ['plan']),
+} satisfies ColumnMap<KeyGrantRow>);
+
+const MEMBER_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['role'])));
 
 /** A key to store: only the digest of its secret. */
 export interface NewApiKey {
@@ -35,10 +48,9 @@ export class OrgStore {
    */
   private readonly keyGrants = new GroupCommit<Buffer, KeyGrant | null>(
     async (hashes) => {
-      const rows = await this.sql.query<KeyGrant & { keyHash: Buffer }>(
+      const rows = await this.sql.query<KeyGrantRow>(
         'key-grants',
-        `SELECT k.key_hash AS "keyHash", k.id, k.org_id AS "orgId", k.scopes, k.revoked_at AS "revokedAt",
-                k.owner_type AS "ownerType", k.owner_id AS "ownerId", o.plan
+        `SELECT ${KEY_GRANT_COLUMNS}
          FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.key_hash = ANY($1::bytea[])`,
         [hashes],
       );
@@ -88,8 +100,8 @@ export class OrgStore {
     const { owner, ...key } = input;
     return this.db.$transaction(async (tx) => {
       if (owner.type === 'user') {
-        const [member] = await tx.$queryRaw<{ role: MemberRole }[]>`
-          SELECT role FROM members WHERE id = ${owner.id}::uuid AND org_id = ${key.orgId}::uuid FOR SHARE`;
+        const [member] = await tx.$queryRaw<Pick<Member, 'role'>[]>`
+          SELECT ${MEMBER_ROLE} FROM members WHERE id = ${owner.id}::uuid AND org_id = ${key.orgId}::uuid FOR SHARE`;
         if (!member) return { kind: 'owner_removed' as const };
         if (!mayHold(member.role)) return { kind: 'beyond_role' as const, role: member.role };
       }
