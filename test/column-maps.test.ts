@@ -10,8 +10,10 @@ import {
   AUDIT_SIGNING_KEY_COLUMNS,
 } from '../src/modules/audit/audit-columns.js';
 import { VERIFIED_RANGE_COLUMNS } from '../src/modules/audit/audit-query-store.js';
+import { DECISION_LINK_COLUMNS } from '../src/modules/links/decision-link-store.js';
 import { MEMBER_COLUMNS, SESSION_COLUMNS } from '../src/modules/members/member-columns.js';
 import { SIGN_IN_ATTEMPT_COLUMNS } from '../src/modules/members/member-store.js';
+import { NOTIFICATION_COLUMNS } from '../src/modules/notifications/notification-store.js';
 import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from '../src/modules/orgs/org-columns.js';
 import { SLACK_INTEGRATION_COLUMNS, SLACK_LINK_TOKEN_COLUMNS } from '../src/modules/slack/slack-columns.js';
 import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
@@ -29,6 +31,8 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   audit_exports: AUDIT_EXPORT_COLUMNS,
   audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
   api_keys: API_KEY_COLUMNS,
+  approval_notifications: NOTIFICATION_COLUMNS,
+  decision_links: DECISION_LINK_COLUMNS,
   members: MEMBER_COLUMNS,
   organizations: ORGANIZATION_COLUMNS,
   sessions: SESSION_COLUMNS,
@@ -49,10 +53,8 @@ const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
  */
 const NOT_READ_WITH_RAW_SQL = [
   '_prisma_migrations',
-  'approval_notifications',
   'approval_votes',
   'consumer_tasks',
-  'decision_links',
   'member_invites',
   'monthly_usage',
   'outbox_messages',
