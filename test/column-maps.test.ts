@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONSUMER_TASK_COLUMNS } from '../src/consumers/consumer-task-store.js';
 import type { ColumnMap } from '../src/data/columns.js';
 import type { Approval, Policy } from '../src/generated/prisma/client.js';
+import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
 import {
   AUDIT_CHAIN_HEAD_COLUMNS,
   AUDIT_CHECKPOINT_COLUMNS,
@@ -14,9 +16,10 @@ import { DECISION_LINK_COLUMNS } from '../src/modules/links/decision-link-store.
 import { MEMBER_COLUMNS, SESSION_COLUMNS } from '../src/modules/members/member-columns.js';
 import { SIGN_IN_ATTEMPT_COLUMNS } from '../src/modules/members/member-store.js';
 import { NOTIFICATION_COLUMNS } from '../src/modules/notifications/notification-store.js';
+import { OUTBOX_MESSAGE_COLUMNS } from '../src/modules/outbox/outbox-columns.js';
 import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from '../src/modules/orgs/org-columns.js';
 import { SLACK_INTEGRATION_COLUMNS, SLACK_LINK_TOKEN_COLUMNS } from '../src/modules/slack/slack-columns.js';
-import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
+import { WEBHOOK_DELIVERY_COLUMNS, WEBHOOK_ENDPOINT_COLUMNS } from '../src/modules/webhooks/webhook-columns.js';
 import { POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
@@ -32,7 +35,11 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
   api_keys: API_KEY_COLUMNS,
   approval_notifications: NOTIFICATION_COLUMNS,
+  consumer_tasks: CONSUMER_TASK_COLUMNS,
   decision_links: DECISION_LINK_COLUMNS,
+  outbox_messages: OUTBOX_MESSAGE_COLUMNS,
+  webhook_deliveries: WEBHOOK_DELIVERY_COLUMNS,
+  webhook_endpoints: WEBHOOK_ENDPOINT_COLUMNS,
   members: MEMBER_COLUMNS,
   organizations: ORGANIZATION_COLUMNS,
   sessions: SESSION_COLUMNS,
@@ -54,14 +61,10 @@ const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
 const NOT_READ_WITH_RAW_SQL = [
   '_prisma_migrations',
   'approval_votes',
-  'consumer_tasks',
   'member_invites',
   'monthly_usage',
-  'outbox_messages',
   'sign_in_failures',
   'webhook_attempts',
-  'webhook_deliveries',
-  'webhook_endpoints',
 ];
 
 let env: TestEnv;
