@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSUMER_TASK_COLUMNS } from '../src/consumers/consumer-task-store.js';
 import type { ColumnMap } from '../src/data/columns.js';
-import type { Approval, Policy } from '../src/generated/prisma/client.js';
+import type { Approval, Member, Policy } from '../src/generated/prisma/client.js';
 import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
 import {
   AUDIT_CHAIN_HEAD_COLUMNS,
@@ -121,6 +121,8 @@ describe('rows read with raw SQL', () => {
     const approvals: ColumnMap<Approval & { riskScore: number }> = APPROVAL_COLUMNS;
     // @ts-expect-error the policies map does not name a new column
     const policies: ColumnMap<Policy & { owner: string }> = POLICY_COLUMNS;
-    expect([approvals, policies]).toHaveLength(2);
+    // @ts-expect-error the members map does not name a new column
+    const members: ColumnMap<Member & { title: string }> = MEMBER_COLUMNS;
+    expect([approvals, policies, members]).toHaveLength(3);
   });
 });
