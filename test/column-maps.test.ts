@@ -25,26 +25,26 @@ import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 /** Every table read with raw SQL, and the map its statements are built from. */
 const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
+  api_keys: API_KEY_COLUMNS,
+  approval_notifications: NOTIFICATION_COLUMNS,
   approvals: APPROVAL_COLUMNS,
-  policies: POLICY_COLUMNS,
   audit_chain_heads: AUDIT_CHAIN_HEAD_COLUMNS,
   audit_checkpoints: AUDIT_CHECKPOINT_COLUMNS,
   audit_events: AUDIT_EVENT_COLUMNS,
   audit_export_chunks: AUDIT_EXPORT_CHUNK_COLUMNS,
   audit_exports: AUDIT_EXPORT_COLUMNS,
   audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
-  api_keys: API_KEY_COLUMNS,
-  approval_notifications: NOTIFICATION_COLUMNS,
   consumer_tasks: CONSUMER_TASK_COLUMNS,
   decision_links: DECISION_LINK_COLUMNS,
-  outbox_messages: OUTBOX_MESSAGE_COLUMNS,
-  webhook_deliveries: WEBHOOK_DELIVERY_COLUMNS,
-  webhook_endpoints: WEBHOOK_ENDPOINT_COLUMNS,
   members: MEMBER_COLUMNS,
   organizations: ORGANIZATION_COLUMNS,
+  outbox_messages: OUTBOX_MESSAGE_COLUMNS,
+  policies: POLICY_COLUMNS,
   sessions: SESSION_COLUMNS,
   slack_integrations: SLACK_INTEGRATION_COLUMNS,
   slack_link_tokens: SLACK_LINK_TOKEN_COLUMNS,
+  webhook_deliveries: WEBHOOK_DELIVERY_COLUMNS,
+  webhook_endpoints: WEBHOOK_ENDPOINT_COLUMNS,
 };
 
 /** SQL functions returning rows (RETURNS TABLE), and the maps their callers read the rows with. */
@@ -54,9 +54,9 @@ const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
 };
 
 /**
- * Tables that raw SQL never reads a column of (it writes them, deletes from them or only tests
- * that a row exists): Prisma's own types keep their reads whole. A new table must be put in one
- * list or the other.
+ * Tables whose rows raw SQL never reads (it writes them, deletes from them, tests that a row exists,
+ * or, for approval_votes, folds them into the JSON of the approval view): Prisma's own types keep
+ * their reads whole. A new table must be put in one list or the other.
  */
 const NOT_READ_WITH_RAW_SQL = [
   '_prisma_migrations',
