@@ -43,6 +43,7 @@ const RECORD_COLUMNS: ColumnMap<AuditExport> = pickColumns(AUDIT_EXPORT_COLUMNS,
   'completedAt',
 ]);
 const COLUMNS = selectList(RECORD_COLUMNS);
+const EXPIRED_COLUMNS = selectList(pickColumns(AUDIT_EXPORT_COLUMNS, ['id']));
 const STARTED_COLUMNS = selectList<StartedExportRow>({
   ...RECORD_COLUMNS,
   ...pickColumns(AUDIT_EXPORT_COLUMNS, ['throughSeq', 'lastSeq', 'writtenBytes']),
@@ -157,7 +158,7 @@ export async function expireAuditExports(sql: Sql, retentionHours: number, limit
      ), freed AS (
        DELETE FROM audit_export_chunks WHERE export_id IN (SELECT id FROM expired)
      )
-     SELECT id FROM expired`,
+     SELECT ${EXPIRED_COLUMNS} FROM expired`,
     [retentionHours, limit],
   );
   return rows.map((row) => row.id);

@@ -1,7 +1,7 @@
 import { createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
 import { pickColumns, qualified, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
 import type { DataLayer } from '../../data/database.js';
-import { Prisma, type AuditCheckpoint, type AuditSigningKey } from '../../generated/prisma/client.js';
+import { Prisma, type AuditChainHead, type AuditCheckpoint, type AuditSigningKey } from '../../generated/prisma/client.js';
 import { AUDIT_CHAIN_HEAD_COLUMNS, AUDIT_CHECKPOINT_COLUMNS, AUDIT_EVENT_COLUMNS, AUDIT_SIGNING_KEY_COLUMNS } from './audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE } from './audit-events.js';
 import { checkpointProblem, keyIdOf, signCheckpoint, type Checkpoint, type PublishedKey } from './checkpoint-signing.js';
@@ -9,7 +9,7 @@ import { checkpointProblem, keyIdOf, signCheckpoint, type Checkpoint, type Publi
 type CheckpointRow = PgRow<AuditCheckpoint>;
 
 /** Where the chain stands at a seq: its head's, or an event's. */
-type ChainPoint = PgRow<Pick<AuditCheckpoint, 'seq' | 'hash'>>;
+type ChainPoint = PgRow<Pick<AuditChainHead, 'seq' | 'hash'>>;
 
 /** A checkpoint beside the hash the chain has now at its seq (null when the event is gone). */
 type CheckpointAgainstChain = CheckpointRow & { chainHash: string | null };
@@ -103,7 +103,7 @@ export class CheckpointService {
   /** The time trigger: signs the head of every chain that grew since its last checkpoint. */
   async checkpointGrownChains(limit: number): Promise<number> {
     if (!this.signingKey) return 0;
-    const grown = await this.data.sql.query<Pick<AuditCheckpoint, 'orgId'>>(
+    const grown = await this.data.sql.query<Pick<AuditChainHead, 'orgId'>>(
       'audit-chains-grown',
       `SELECT ${GROWN_CHAIN} FROM audit_chain_heads h
        WHERE h.seq > COALESCE((SELECT max(c.seq) FROM audit_checkpoints c WHERE c.org_id = h.org_id), 0)
