@@ -33,10 +33,11 @@ import { PolicyService } from './modules/policies/policy-service.js';
 import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
 import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
-import { SecretBox } from './lib/secret-box.js';
+import { secretBoxOf } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
 import { DeliveryStore } from './modules/webhooks/delivery-store.js';
 import { EndpointSlots } from './modules/webhooks/endpoint-slots.js';
+import { WebhookSecrets } from './modules/webhooks/webhook-secrets.js';
 import { WebhookService } from './modules/webhooks/webhook-service.js';
 import { allowsPrivateWebhookUrls } from './modules/webhooks/webhook-url-guard.js';
 
@@ -132,14 +133,17 @@ export async function createServices(
     },
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
+  const secrets = secretBoxOf(config);
+  const webhookSecrets = new WebhookSecrets(secrets);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
   const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs.producer(webhookDeliveryJob), metrics, logger, {
     allowPrivate,
     concurrency: config.WEBHOOK_DELIVERY_CONCURRENCY,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
+    secrets: webhookSecrets,
   });
-  const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
+  const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate, secrets: webhookSecrets });
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
     data,
@@ -150,7 +154,6 @@ export async function createServices(
       exportRetentionHours: config.EXPORT_RETENTION_HOURS,
     },
   );
-  const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
   const slack = new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger });
   const slackInteractions = new SlackInteractions({
     slack,

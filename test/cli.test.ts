@@ -32,6 +32,14 @@ describe('bootstrap CLI', () => {
 
     const key = await cli('key:create', '--org', orgId!, '--scopes', 'policies:read,approvals:read', '--name', 'ci');
     expect(key.key).toMatch(/^agk_[A-Za-z0-9_-]{43}$/);
+    // Its creation is audited, by the CLI: every key's maker is on record (docs/members-and-channels.md#principals).
+    const [created] = await env.services.db.auditEvent.findMany({ where: { orgId: orgId!, type: 'key.created' } });
+    expect(JSON.parse(created!.actor)).toEqual({ type: 'system', id: 'cli' });
+    expect(JSON.parse(created!.data)).toMatchObject({ keyId: key.id, scopes: ['policies:read', 'approvals:read'], owner: null });
+    expect(await env.services.db.apiKey.findUniqueOrThrow({ where: { id: key.id! } })).toMatchObject({
+      ownerType: null,
+      ownerUnknown: false,
+    });
     await env.http.get('/v1/policies').set('authorization', `Bearer ${key.key}`).expect(200);
     await env.http.post('/v1/approvals').set('authorization', `Bearer ${key.key}`).send({}).expect(403);
 

@@ -59,6 +59,15 @@ describe('the demo organization of npm run dev', () => {
       .expect(200);
     expect(banner).toContain(second.demo.reviewerKey.key);
     await env.http.post('/v1/session').send(second.demo.admin).expect(200);
+
+    // Each key's creation is on the organization's audit chain, made by the seed: service keys.
+    const keyEvents = await env.services.db.auditEvent.findMany({ where: { orgId: first.demo.orgId, type: 'key.created' } });
+    expect(keyEvents.map((event) => [JSON.parse(event.data).keyId, JSON.parse(event.actor), JSON.parse(event.data).owner]).sort()).toEqual(
+      [
+        [first.demo.agentKey.id, { type: 'system', id: 'demo-seed' }, null],
+        [first.demo.reviewerKey.id, { type: 'system', id: 'demo-seed' }, null],
+      ].sort(),
+    );
   });
 
   it('makes a new organization when the saved one is not in the database any more, and says that', async () => {

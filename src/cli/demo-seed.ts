@@ -69,15 +69,15 @@ async function readSavedDemo(file: string): Promise<Demo | null | undefined> {
  */
 async function seedDemo(services: Services): Promise<Demo> {
   const { orgId } = await services.orgs.createOrganization({ name: DEMO_ORG, plan: 'pro', adminEmails: [] });
-  const agentKey = await services.orgs.createApiKey({ orgId, scopes: AGENT_SCOPES, name: 'demo agent' });
-  const reviewerKey = await services.orgs.createApiKey({ orgId, scopes: REVIEWER_SCOPES, name: 'demo reviewer' });
   const system = { type: 'system', id: 'demo-seed' } as const;
+  const agentKey = await services.orgs.createApiKey({ orgId, scopes: AGENT_SCOPES, name: 'demo agent' }, system);
+  const reviewerKey = await services.orgs.createApiKey({ orgId, scopes: REVIEWER_SCOPES, name: 'demo reviewer' }, system);
   await putDemoPolicy(services, {
     orgId,
     plan: 'pro',
     scopes: new Set(),
     actor: system,
-    principal: { type: 'api_key', keyId: agentKey.id, owner: null },
+    principal: { type: 'api_key', keyId: agentKey.id, owner: null, ownerUnknown: false },
   });
   const { inviteUrl } = await services.members.create(
     { orgId, actor: system, scopes: new Set(SCOPES) },

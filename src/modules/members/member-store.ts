@@ -1,5 +1,6 @@
 import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
+import { isUniqueViolation } from '../../data/database-errors.js';
 import { Prisma, type Member, type MemberRole, type Plan, type SlackLinkToken } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
@@ -43,6 +44,14 @@ export const SIGN_IN_ATTEMPT_COLUMNS = {
 
 const MEMBER_ID = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['id'])));
 const MEMBER_ID_OF_M = Prisma.raw(selectList(pickColumns(qualified('m', MEMBER_COLUMNS), ['id'])));
+/** A Slack link token's identity, and the member who holds that identity now (null when none does). */
+type SlackLinkTokenFound = Pick<SlackLinkToken, 'teamId' | 'userId' | 'expiresAt'> & { holderId: string | null };
+const SLACK_LINK_TOKEN_FOUND = Prisma.raw(
+  selectList({
+    ...pickColumns(qualified('t', SLACK_LINK_TOKEN_COLUMNS), ['teamId', 'userId', 'expiresAt']),
+    holderId: `${qualified('m', MEMBER_COLUMNS).id}::text`,
+  } satisfies ColumnMap<SlackLinkTokenFound>),
+);
 const SLACK_IDENTITY = Prisma.raw(selectList(pickColumns(SLACK_LINK_TOKEN_COLUMNS, ['teamId', 'userId'])));
 
 export type MemberChanges = Partial<Pick<Member, 'role' | 'name' | 'slackTeamId' | 'slackUserId' | 'emailNotifications'>>;
@@ -83,7 +92,7 @@ export class MemberStore {
         return created;
       });
     } catch (error) {
-      if ((error as { code?: string }).code === 'P2002') return null;
+      if (isUniqueViolation(error)) return null;
       throw error;
     }
   }
@@ -111,14 +120,15 @@ export class MemberStore {
   /**
    * Changes the member with its audit events. A role change (`roleScopes`: the scopes of the new
    * role) revokes, in the same transaction, the member's keys holding any other scope.
+   * 'slack_taken' (nothing changes) when another member of the organization holds the Slack identity.
    */
-  update(
+  async update(
     orgId: string,
     id: string,
     changes: MemberChanges,
     roleScopes: readonly Scope[] | null,
     events: (before: Member, revokedKeys: ApiKey[]) => AuditEventDraft[],
-  ): Promise<AdminGuarded<Member>> {
+  ): Promise<AdminGuarded<Member> | { kind: 'slack_taken' }> {
     return this.guardingLastAdmin(
       orgId,
       id,
@@ -129,7 +139,11 @@ export class MemberStore {
         await appendAuditEvents(tx, orgId, events(member, revoked));
         return updated;
       },
-    );
+    ).catch((error: unknown) => {
+      // The only unique constraint a change can break: (org, Slack team, Slack user).
+      if (isUniqueViolation(error)) return { kind: 'slack_taken' as const };
+      throw error;
+    });
   }
 
   /**
@@ -283,6 +297,16 @@ export class MemberStore {
     await this.db.slackLinkToken.create({ data: token });
   }
 
+  /** The Slack identity of an unused, unexpired link token of the organization, and who holds it now; the token stays as it is. */
+  async findSlackLinkToken(orgId: string, tokenHash: Uint8Array<ArrayBuffer>): Promise<SlackLinkTokenFound | null> {
+    const [found] = await this.db.$queryRaw<SlackLinkTokenFound[]>`
+      SELECT ${SLACK_LINK_TOKEN_FOUND}
+      FROM slack_link_tokens t
+      LEFT JOIN members m ON m.org_id = t.org_id AND m.slack_team_id = t.team_id AND m.slack_user_id = t.user_id
+      WHERE t.token_hash = ${Buffer.from(tokenHash)} AND t.org_id = ${orgId}::uuid AND t.expires_at > now()`;
+    return found ?? null;
+  }
+
   /**
    * Links the Slack identity of an unused, unexpired link token of the member's organization to
    * the member, consuming the token, with its audit event. 'taken' (nothing changes, the token
@@ -310,7 +334,8 @@ export class MemberStore {
         return 'linked' as const;
       })
       .catch((error: unknown) => {
-        if (error instanceof SlackIdentityTaken) return 'taken' as const;
+        // Taken before this transaction looked, or by a concurrent one that committed first.
+        if (error instanceof SlackIdentityTaken || isUniqueViolation(error)) return 'taken' as const;
         throw error;
       });
   }

@@ -21,4 +21,5 @@ export const API_KEY_COLUMNS = {
   revokedAt: 'revoked_at',
   ownerType: 'owner_type',
   ownerId: 'owner_id',
+  ownerUnknown: 'owner_unknown',
 } as const satisfies ColumnMap<ApiKey>;

@@ -1,6 +1,7 @@
 import { WebAPIPlatformError, type WebClient } from '@slack/web-api';
 import { pickColumns, selectList } from '../../data/columns.js';
 import type { Database } from '../../data/database.js';
+import type { SealedColumns } from '../../data/sealed-columns.js';
 import { NotFoundError, DependencyUnavailableError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
@@ -37,6 +38,16 @@ export interface SlackOptions {
 
 /** Each sealed value is bound to its organization and field: copied elsewhere, it does not open. */
 const sealContext = (orgId: string, field: 'botToken' | 'signingSecret') => `slack:${orgId}:${field}`;
+
+/** The sealed columns of a connection, for `secrets:reseal`. */
+export const slackSecretColumns: SealedColumns = {
+  table: 'slack_integrations',
+  key: SLACK_INTEGRATION_COLUMNS.orgId,
+  columns: [
+    { name: SLACK_INTEGRATION_COLUMNS.botToken, context: (row) => sealContext(row.orgId, 'botToken') },
+    { name: SLACK_INTEGRATION_COLUMNS.signingSecret, context: (row) => sealContext(row.orgId, 'signingSecret') },
+  ],
+};
 
 /** Slack workspaces connected to organizations (see docs/members-and-channels.md); their secrets never leave this class. */
 export class SlackService {

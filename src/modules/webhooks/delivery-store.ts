@@ -20,8 +20,11 @@ export interface AttemptTarget {
     url: string;
     enabled: boolean;
     failingSince: Date | null;
-    /** Newest first: the current secret, then the previous one while its grace period lasts. */
-    secrets: string[];
+    /**
+     * Newest first: the current secret, then the previous one while its grace period lasts; as
+     * stored (sealed when SECRETS_ENCRYPTION_KEY is set), opened only to sign.
+     */
+    storedSecrets: string[];
   };
 }
 
@@ -90,7 +93,7 @@ function toTarget(row: TargetRow): AttemptTarget {
       url: row.url,
       enabled: row.enabled,
       failingSince: row.failingSince,
-      secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
+      storedSecrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
     },
   };
 }
