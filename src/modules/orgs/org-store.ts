@@ -1,9 +1,12 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
-import type { ApiKey, MemberRole, Organization, Plan } from '../../generated/prisma/client.js';
+import { Prisma, type ApiKey, type Member, type MemberRole, type Organization, type Plan } from '../../generated/prisma/client.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import { GENESIS_HASH, type AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { KeyOwner } from './key-owner-schema.js';
+import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from './org-columns.js';
 import { SCOPES, type Scope } from './tenant.js';
 
 export type { ApiKey };
@@ -35,6 +38,19 @@ export type AttributionOutcome =
   | { kind: 'already_attributed'; key: ApiKey; ownerKey: ApiKey | null }
   | { kind: 'beyond_role'; role: MemberRole; beyond: { key: ApiKey; scopes: string[] }[] };
 
+/** A grant with the digest it was read by, to hand each read its own. */
+type KeyGrantRow = KeyGrant & { keyHash: Buffer };
+
+const KEY_GRANT_COLUMNS = selectList({
+  ...pickColumns(qualified('k', API_KEY_COLUMNS), ['keyHash', 'id', 'orgId', 'scopes', 'revokedAt', 'ownerType', 'ownerId']),
+  ...pickColumns(qualified('o', ORGANIZATION_COLUMNS), ['plan']),
+  principalUnknown: `k.${API_KEY_COLUMNS.ownerUnknown} OR coalesce(maker.${API_KEY_COLUMNS.ownerUnknown}, false)`,
+} satisfies ColumnMap<KeyGrantRow>);
+
+const MEMBER_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['role'])));
+const MEMBER_ID_AND_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['id', 'role'])));
+const KEY_ID = Prisma.raw(selectList(pickColumns(API_KEY_COLUMNS, ['id'])));
+
 /** A key to store: only the digest of its secret. */
 export interface NewApiKey {
   orgId: string;
@@ -59,11 +75,9 @@ export class OrgStore {
    */
   private readonly keyGrants = new GroupCommit<Buffer, KeyGrant | null>(
     async (hashes) => {
-      const rows = await this.sql.query<KeyGrant & { keyHash: Buffer }>(
+      const rows = await this.sql.query<KeyGrantRow>(
         'key-grants',
-        `SELECT k.key_hash AS "keyHash", k.id, k.org_id AS "orgId", k.scopes, k.revoked_at AS "revokedAt",
-                k.owner_type AS "ownerType", k.owner_id AS "ownerId", o.plan,
-                k.owner_unknown OR coalesce(maker.owner_unknown, false) AS "principalUnknown"
+        `SELECT ${KEY_GRANT_COLUMNS}
          FROM api_keys k JOIN organizations o ON o.id = k.org_id
          LEFT JOIN api_keys maker ON k.owner_type = 'key' AND maker.id = k.owner_id
          WHERE k.key_hash = ANY($1::bytea[])`,
@@ -122,8 +136,8 @@ export class OrgStore {
     const { owner, ...key } = input;
     return this.db.$transaction(async (tx) => {
       if (owner.type === 'user') {
-        const [member] = await tx.$queryRaw<{ role: MemberRole }[]>`
-          SELECT role FROM members WHERE id = ${owner.id}::uuid AND org_id = ${key.orgId}::uuid FOR SHARE`;
+        const [member] = await tx.$queryRaw<Pick<Member, 'role'>[]>`
+          SELECT ${MEMBER_ROLE} FROM members WHERE id = ${owner.id}::uuid AND org_id = ${key.orgId}::uuid FOR SHARE`;
         if (!member) return { kind: 'owner_removed' as const };
         if (!mayHold(member.role)) return { kind: 'beyond_role' as const, role: member.role };
       }
@@ -163,8 +177,8 @@ export class OrgStore {
     event: (key: ApiKey) => AuditEventDraft,
   ): Promise<AttributionOutcome> {
     return this.db.$transaction(async (tx) => {
-      const [locked] = await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM api_keys WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
+      const [locked] = await tx.$queryRaw<Pick<ApiKey, 'id'>[]>`
+        SELECT ${KEY_ID} FROM api_keys WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
       if (!locked) return { kind: 'not_found' as const };
       const key = await tx.apiKey.findUniqueOrThrow({ where: { id } });
       if (!key.ownerUnknown) {
@@ -176,8 +190,8 @@ export class OrgStore {
         await appendAuditEvents(tx, orgId, [event(attributed)]);
         return { kind: 'attributed' as const, keys: [attributed] };
       }
-      const [member] = await tx.$queryRaw<{ id: string; role: MemberRole }[]>`
-        SELECT id, role FROM members WHERE org_id = ${orgId}::uuid AND email_key = ${attribution.email.toLowerCase()} FOR SHARE`;
+      const [member] = await tx.$queryRaw<Pick<Member, 'id' | 'role'>[]>`
+        SELECT ${MEMBER_ID_AND_ROLE} FROM members WHERE org_id = ${orgId}::uuid AND email_key = ${attribution.email.toLowerCase()} FOR SHARE`;
       if (!member) return { kind: 'no_member' as const };
       // The keys it made belong to its principal (stored flattened, see ag_principal_of): the member's now.
       const made = await tx.apiKey.findMany({ where: { orgId, ownerType: 'key', ownerId: id }, orderBy: { createdAt: 'asc' } });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SealedColumns } from '../../data/sealed-columns.js';
 import { SecretBox } from '../../lib/secret-box.js';
+import { WEBHOOK_ENDPOINT_COLUMNS } from './webhook-columns.js';
 
 /**
  * A new endpoint secret (see docs/webhooks.md): `whsec_` + 32 random bytes in standard base64, with padding.
@@ -20,8 +21,8 @@ const sealContext = ({ orgId, endpointId }: { orgId: string; endpointId: string 
 /** The endpoint secrets' columns, for `secrets:reseal`. */
 export const webhookSecretColumns: SealedColumns = {
   table: 'webhook_endpoints',
-  key: 'id',
-  columns: ['secret', 'previous_secret'].map((name) => ({
+  key: WEBHOOK_ENDPOINT_COLUMNS.id,
+  columns: [WEBHOOK_ENDPOINT_COLUMNS.secret, WEBHOOK_ENDPOINT_COLUMNS.previousSecret].map((name) => ({
     name,
     context: (row: { key: string; orgId: string }) => sealContext({ orgId: row.orgId, endpointId: row.key }),
   })),
