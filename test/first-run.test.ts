@@ -75,6 +75,7 @@ describe('the demo organization of npm run dev', () => {
       [
         [first.demo.agentKey.id, { type: 'system', id: 'demo-seed' }, null],
         [first.demo.reviewerKey.id, { type: 'system', id: 'demo-seed' }, null],
+        [first.demo.adminKey.id, { type: 'system', id: 'demo-seed' }, null],
       ].sort(),
     );
   });
