@@ -70,19 +70,25 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
       responses: {
         200: {
           description:
-            'A text/event-stream: `approval` events (`{ type, approvalId, status, seq }`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends `reset` when that is too much.',
+            'A text/event-stream: `approval` events (`{ type, approvalId, status, seq }`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends `reset` when it is older than the last 1,000 events. At most 10 streams per member or service key (429 beyond).',
           text: {
             mediaType: 'text/event-stream',
             example:
               'retry: 2000\n\nid: 42\nevent: approval\ndata: {"type":"approval.approved","approvalId":"0b9f3c7e-5d1a-4e2b-8c6f-9a0d1e2f3a4b","status":"approved","seq":42}\n\n: ping\n\n',
           },
         },
-        ...problemResponses(401, 403),
+        ...problemResponses(401, 403, 429),
       },
-      handler: async ({ tenant }) => ({
-        status: 200,
-        eventStream: (lastEventId, signal) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
-      }),
+      handler: async ({ tenant, caller }) => {
+        const release = await feed.streamSlots.take(tenant);
+        // The response closes however the stream ends: the client leaves, the credential lapses, shutdown.
+        caller.onGone(release);
+        if (caller.gone) release();
+        return {
+          status: 200,
+          eventStream: (lastEventId, signal) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
+        };
+      },
     }),
     defineRoute({
       method: 'get',

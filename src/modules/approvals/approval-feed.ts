@@ -7,6 +7,7 @@ import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-event
 import type { DomainEvent } from '../outbox/domain-events.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { ApprovalStatus } from './approval-schemas.js';
+import { FeedStreamSlots } from './feed-stream-slots.js';
 
 /** What the console hears of an approval's life: enough to know what to show again. */
 export interface ApprovalFeedEvent {
@@ -85,6 +86,8 @@ export class ApprovalFeed {
   private readonly channel: string;
   private readonly listeners = new Map<string, Set<(event: ApprovalFeedEvent | null) => void>>();
   private readonly replayReads = new Semaphore(REPLAY_READS_AT_ONCE);
+  /** The limit on open streams per principal, which a stream takes before it opens. */
+  readonly streamSlots: FeedStreamSlots;
   private closed = false;
 
   constructor(
@@ -95,6 +98,7 @@ export class ApprovalFeed {
     private readonly logger: Logger,
   ) {
     this.channel = `${prefix}:approvals:feed`;
+    this.streamSlots = new FeedStreamSlots(publisher, prefix, logger);
     this.subscriber?.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return;
       // `<orgId> <json>`: organizations without open streams here cost no parsing.
