@@ -7,6 +7,7 @@ import {
   policyListSchema,
   policyViewSchema,
 } from '../../modules/policies/policy-schemas.js';
+import { ORG_LIMITS } from '../../modules/orgs/org-limits.js';
 import { problemSchema } from '../problem-schema.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
@@ -24,6 +25,10 @@ export function policyRoutes(policies: PolicyService) {
       responses: {
         200: { description: 'The stored policy.', schema: policyViewSchema },
         ...problemResponses(401, 403, 422),
+        409: {
+          description: `A new policy, and the organization has ${ORG_LIMITS.policies.toLocaleString('en-US')} already (\`limit_reached\`, with \`limit\`).`,
+          schema: problemSchema,
+        },
       },
       handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.put(tenant, params.key, body) }),
     }),

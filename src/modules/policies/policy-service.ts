@@ -1,5 +1,6 @@
 import type { DataLayer } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
+import { limitReached } from '../orgs/org-limits.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
 import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyView } from './policy-schemas.js';
@@ -68,6 +69,7 @@ export class PolicyService {
       data: { policyKey: key, policy: document },
       createdAt: new Date(),
     });
+    if (policy === 'limit_reached') throw limitReached('policies');
     if (policy === 'unknown_escalation_target') {
       const message = `escalateTo must be the key of an existing policy of this organization; no policy '${document.escalateTo}' exists (create it first)`;
       throw new ValidationError([{ path: 'escalateTo', message }], message);
