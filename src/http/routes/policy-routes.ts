@@ -4,6 +4,7 @@ import {
   policyEvaluationInputSchema,
   policyEvaluationSchema,
   policyKeyParamsSchema,
+  policyListQuerySchema,
   policyListSchema,
   policyViewSchema,
 } from '../../modules/policies/policy-schemas.js';
@@ -49,13 +50,17 @@ export function policyRoutes(policies: PolicyService) {
     defineRoute({
       method: 'get',
       path: '/v1/policies',
-      summary: 'List policies',
+      summary: 'List policies by key, with cursor paging',
       scope: 'policies:read',
+      query: policyListQuerySchema,
       responses: {
-        200: { description: 'All policies of the organization, by key.', schema: policyListSchema },
-        ...problemResponses(401, 403),
+        200: {
+          description: "A page of the organization's policies, by key; `nextCursor` is null on the last page.",
+          schema: policyListSchema,
+        },
+        ...problemResponses(401, 403, 422),
       },
-      handler: async ({ tenant }) => ({ status: 200, body: { policies: await policies.list(tenant) } }),
+      handler: async ({ tenant, query }) => ({ status: 200, body: await policies.list(tenant, query) }),
     }),
     defineRoute({
       method: 'get',

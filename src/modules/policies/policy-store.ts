@@ -44,8 +44,13 @@ export class PolicyStore {
     return row ?? null;
   }
 
-  list(): Promise<Policy[]> {
-    return this.db.policy.findMany({ where: { orgId: this.orgId }, orderBy: { key: 'asc' } });
+  /** Up to `limit` policies by key, after the key `after` when given. */
+  list({ after, limit }: { after?: string; limit: number }): Promise<Policy[]> {
+    return this.db.policy.findMany({
+      where: { orgId: this.orgId, ...(after === undefined ? {} : { key: { gt: after } }) },
+      orderBy: { key: 'asc' },
+      take: limit,
+    });
   }
 
   /**
