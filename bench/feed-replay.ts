@@ -10,6 +10,7 @@
 // again, until the scenario ends; a refused open (429) tries again after a second. Scenarios:
 //
 // - quiet: the probes alone, the ceiling the others are compared with;
+// - the sign-in flood alone, to tell its cost from the replay's;
 // - the sign-in flood and 1,000 streams of one principal (the limit refuses all but 10);
 // - the sign-in flood and 1,000 streams spread over 100 principals (10 each: all open), which
 //   measures the cost of replaying itself;
@@ -176,6 +177,7 @@ runBenchmark('bench:feed-replay', 30 * 60_000, async (cleanup) => {
   const spread = replayFlood(`${STREAMS} streams replaying, ${PRINCIPALS} principals`, STREAMS, () => serviceKeys);
   const scenarios: Scenario[] = [
     { name: 'quiet (ceiling)', floods: [] },
+    { name: 'sign-in flood alone', floods: [signIns] },
     { name: 'sign-in flood + replay, 1 principal', floods: [signIns, onePrincipal] },
     { name: `sign-in flood + replay, ${PRINCIPALS} principals`, floods: [signIns, spread] },
     { name: `replay alone, ${PRINCIPALS} principals`, floods: [spread] },

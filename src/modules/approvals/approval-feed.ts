@@ -158,7 +158,8 @@ export class ApprovalFeed {
         if (catchUp) {
           catchUp = false;
           const from = lastSeq!;
-          const missed = await this.missedSince(tenant.orgId, from);
+          const missed = await this.missedSince(tenant.orgId, from, signal);
+          if (signal.aborted) break;
           if (missed.tooMany) {
             yield { kind: 'reset' };
             // The client reads the state afresh: only what commits after this head is news to it.
@@ -200,8 +201,12 @@ export class ApprovalFeed {
   }
 
   /** Whether more than REPLAY_LIMIT feed events follow `after`, and the newest one's seq if so. */
-  private async missedSince(orgId: string, after: number): Promise<{ tooMany: false } | { tooMany: true; head: number }> {
-    const [row] = await this.replayReads.run(() =>
+  private async missedSince(
+    orgId: string,
+    after: number,
+    signal: AbortSignal,
+  ): Promise<{ tooMany: false } | { tooMany: true; head: number }> {
+    const [row] = await this.replayRead(signal, () =>
       this.sql.query<{ missed: string; head: string | null }>(
         'approval-feed-missed',
         `SELECT count(*) AS missed,
@@ -210,7 +215,12 @@ export class ApprovalFeed {
         [orgId, after, APPROVAL_FEED_TYPES, REPLAY_LIMIT],
       ),
     );
-    return Number(row!.missed) > REPLAY_LIMIT ? { tooMany: true, head: Number(row!.head) } : { tooMany: false };
+    return row && Number(row.missed) > REPLAY_LIMIT ? { tooMany: true, head: Number(row.head) } : { tooMany: false };
+  }
+
+  /** A replay read in its turn; none once the stream has ended while it waited (its client left). */
+  private replayRead<Row>(signal: AbortSignal, read: () => Promise<Row[]>): Promise<Row[]> {
+    return this.replayReads.run(async () => (signal.aborted ? [] : read()));
   }
 
   /**
@@ -221,7 +231,7 @@ export class ApprovalFeed {
   private async *replay(orgId: string, after: number, signal: AbortSignal): AsyncGenerator<ApprovalFeedEvent> {
     let from = after;
     while (!signal.aborted) {
-      const rows = await this.replayReads.run(() =>
+      const rows = await this.replayRead(signal, () =>
         this.sql.query<{ seq: string; type: AuditEventType; approval_id: string; status: string | null; outcome: string | null }>(
           'approval-feed-replay',
           `SELECT e.seq, e.type, d.data ->> 'approvalId' AS approval_id, d.data ->> 'status' AS status, d.data ->> 'outcome' AS outcome
