@@ -7,13 +7,14 @@
 // BENCH_FEED_EVENTS (default 1,000) approvals, so its feed from the start is exactly the replay
 // bound; each payload is about 1 KB. Each of BENCH_STREAMS (default 1,000) stream clients opens
 // the feed with `Last-Event-ID: 0`, reads until it has every event (or `reset`), closes and opens
-// again, until the scenario ends; a refused open (429) tries again after a second. Scenarios:
+// again, until the scenario ends; a refused open (429) tries again after its retry-after. Scenarios:
 //
 // - quiet: the probes alone, the ceiling the others are compared with;
 // - the sign-in flood alone, to tell its cost from the replay's;
 // - the sign-in flood and 1,000 streams of one principal (the limit refuses all but 10);
 // - the sign-in flood and 1,000 streams spread over 100 principals (10 each: all open), which
-//   measures the cost of replaying itself;
+//   measures the cost of replaying itself (a run on code without the limit admits them all in
+//   both);
 // - the same 1,000 streams over 100 principals without the sign-in flood.
 //
 // Probes and floods are those of bench:signin-flood (lib/flood-probes.ts). BENCH_SECONDS (default
@@ -64,7 +65,7 @@ function replayOnce(
   key: string,
   events: number,
   signal: AbortSignal,
-): Promise<{ status: number; outcome?: 'replayed' | 'reset' }> {
+): Promise<{ status: number; outcome?: 'replayed' | 'reset'; retryAfterMs?: number }> {
   return new Promise((resolve) => {
     const req = http.get(
       {
@@ -78,8 +79,9 @@ function replayOnce(
       },
       (res) => {
         if (res.statusCode !== 200) {
+          const retryAfter = Number(res.headers['retry-after']);
           res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, ...(retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}) }));
           res.on('error', () => resolve({ status: res.statusCode ?? 0 }));
           return;
         }
@@ -123,11 +125,11 @@ function replayFlood(name: string, streams: number, keys: () => string[]): Flood
       const client = async (index: number) => {
         while (!signal.aborted) {
           sent++;
-          const { status, outcome } = await replayOnce(agent, principals[index % principals.length]!, FEED_EVENTS, signal);
+          const { status, outcome, retryAfterMs } = await replayOnce(agent, principals[index % principals.length]!, FEED_EVENTS, signal);
           if (signal.aborted) break;
           count(statuses, status);
           if (outcome) statuses[outcome] = (statuses[outcome] ?? 0) + 1;
-          if (status !== 200) await sleep(1000);
+          if (status !== 200) await sleep(retryAfterMs ?? 1000, undefined, { signal }).catch(() => undefined);
         }
       };
       await Promise.all(Array.from({ length: streams }, (_, index) => client(index)));
