@@ -1,4 +1,4 @@
-import type { ApprovalFeed, FeedMessage } from '../../modules/approvals/approval-feed.js';
+import { REPLAY_LIMIT, type ApprovalFeed, type FeedMessage } from '../../modules/approvals/approval-feed.js';
 import { voterOf, type ApprovalService } from '../../modules/approvals/approval-service.js';
 import {
   approvalCreateSchema,
@@ -9,6 +9,7 @@ import {
   approvalViewSchema,
   decisionSchema,
 } from '../../modules/approvals/approval-schemas.js';
+import { STREAMS_PER_PRINCIPAL } from '../../modules/approvals/feed-stream-slots.js';
 import { defineRoute, type ServerSentEvent } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
@@ -69,8 +70,7 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
       scope: 'approvals:read',
       responses: {
         200: {
-          description:
-            'A text/event-stream: `approval` events (`{ type, approvalId, status, seq }`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends `reset` when it is older than the last 1,000 events. At most 10 streams per member or service key (429 beyond).',
+          description: `A text/event-stream: \`approval\` events (\`{ type, approvalId, status, seq }\`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends \`reset\` when it is older than the last ${REPLAY_LIMIT.toLocaleString('en-US')} events. At most ${STREAMS_PER_PRINCIPAL} streams per member or service key (429 beyond).`,
           text: {
             mediaType: 'text/event-stream',
             example:
