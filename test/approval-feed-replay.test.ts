@@ -106,4 +106,42 @@ describe('GET /v1/approvals/events: replay after Last-Event-ID', () => {
       await Promise.all(streams.map((stream) => stream.close()));
     }
   }, 60_000);
+
+  it('tells a stream that fell more than 1,000 live events behind its client to read again, and goes on live', async () => {
+    const abort = new AbortController();
+    const stream = env.services.approvalFeed.stream({ orgId: org.orgId }, null, abort.signal);
+    // The stream is listening; it hands over one event, then its client takes nothing while 1,001 more are published.
+    const publish = (seqs: number[]) =>
+      env.services.approvalFeed.publish(
+        seqs.map((seq) => ({
+          id: `e${seq}`,
+          type: 'approval.created' as const,
+          orgId: org.orgId,
+          seq,
+          actor: null,
+          createdAt: new Date(),
+          data: { approvalId: `a${seq}`, status: 'pending' },
+        })),
+      );
+    const behind = (await feedSeqs()).slice(-REPLAY_BOUND - 2);
+    const first = stream.next();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await publish(behind.slice(0, 1));
+    try {
+      expect(await first).toEqual({ done: false, value: { kind: 'event', event: expect.objectContaining({ seq: behind[0] }) } });
+      await publish(behind.slice(1));
+      // The rest went past what a stream holds for a client that does not read: it starts over.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await stream.next()).value).toEqual({ kind: 'reset' });
+      const live = await org
+        .request('post', '/v1/approvals')
+        .send({ action: 'after-overflow', payload: {}, policyKey: 'review' })
+        .expect(201);
+      const next = await stream.next();
+      expect(next.value).toMatchObject({ kind: 'event', event: { approvalId: live.body.id, type: 'approval.created' } });
+    } finally {
+      abort.abort();
+      await stream.return(undefined);
+    }
+  });
 });
