@@ -24,10 +24,10 @@ describe('limits per organization', () => {
   it('stores at most 1,000 policies, even when many creations race at the limit; replacing one still works there', async () => {
     expect(ORG_LIMITS.policies).toBe(1000);
     const below = ORG_LIMITS.policies - 5;
-    expect(await inBatches(below, 50, (i) => org.request('put', `/v1/policies/p-${i}`).send({}))).toEqual(Array(below).fill(200));
+    expect(await inBatches(below, 10, (i) => org.request('put', `/v1/policies/p-${i}`).send({}))).toEqual(Array(below).fill(200));
 
-    const racing = await inBatches(30, 30, (i) => org.request('put', `/v1/policies/race-${i}`).send({}));
-    expect(tally(racing)).toEqual({ 200: 5, 409: 25 });
+    const racing = await inBatches(20, 20, (i) => org.request('put', `/v1/policies/race-${i}`).send({}));
+    expect(tally(racing)).toEqual({ 200: 5, 409: 15 });
     const [counted] = await env.services.sql.query<{ n: string }>(null, 'SELECT count(*) AS n FROM policies WHERE org_id = $1', [
       org.orgId,
     ]);
