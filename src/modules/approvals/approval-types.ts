@@ -21,7 +21,7 @@ export type ApprovalRecord = Approval & { votes: Vote[] };
 export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };
 
 export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
-export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed';
+export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed' | 'key_unattributed' | 'requester_unattributed';
 
 /** The terminal fields a settlement writes; `payload` and its hash only when a reviewer edited it. */
 export interface Settlement {
