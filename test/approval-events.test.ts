@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
+import { openStream } from './support/event-stream.js';
 import { createMember } from './support/members.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -17,60 +18,6 @@ afterAll(async () => {
   await worker.stop();
   await env.close();
 });
-
-interface StreamedEvent {
-  id: string | undefined;
-  event: string;
-  data: { type: string; approvalId: string; status: string; seq: number };
-}
-
-/** Reads a text/event-stream as a browser's EventSource would, collecting its messages until closed. */
-async function openStream(baseUrl: string, headers: Record<string, string>) {
-  const abort = new AbortController();
-  const response = await fetch(`${baseUrl}/v1/approvals/events`, { headers, signal: abort.signal });
-  const messages: StreamedEvent[] = [];
-  const reading = (async () => {
-    if (!response.body) return;
-    const decoder = new TextDecoder();
-    let buffer = '';
-    try {
-      for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const fields = Object.fromEntries(
-            block
-              .split('\n')
-              .filter((line) => line && !line.startsWith(':'))
-              .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
-          );
-          if (fields.event) messages.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data!) });
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
-  return {
-    response,
-    messages,
-    /** Settles when the server ends the stream. */
-    ended: reading,
-    waitFor: async (predicate: (messages: StreamedEvent[]) => boolean, timeoutMs = 5000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(messages)) {
-        if (Date.now() > deadline) throw new Error(`stream did not get there: ${JSON.stringify(messages)}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-    close: async () => {
-      abort.abort();
-      await reading;
-    },
-  };
-}
 
 const bearer = () => ({ authorization: `Bearer ${org.key}` });
 

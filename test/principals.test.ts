@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Scope } from '../src/modules/orgs/tenant.js';
+import { principalKey, type Scope } from '../src/modules/orgs/tenant.js';
 import { readChain } from './support/audit-chain.js';
 import { confirmLink } from './support/decision-links.js';
 import { createMember, type TestMember } from './support/members.js';
@@ -50,6 +50,25 @@ async function requestApproval(policyKey: string, extra: Record<string, unknown>
 const decision = { verdict: 'approved' };
 
 describe('every key has an owner', () => {
+  it('names a caller’s principal in TypeScript (principalKey) as the database does (ag_principal_key)', async () => {
+    const admin = await createMember(env, org, 'admin');
+    const bySession = await mint(admin.request, ['approvals:read', 'keys:write']);
+    const service = await serviceKey(['approvals:read', 'keys:write']);
+    const byService = await mint(service.request, ['approvals:read', 'keys:write']);
+    const byServiceChild = await mint(byService.request, ['approvals:read']);
+    for (const key of [bySession, service, byService, byServiceChild]) {
+      const tenant = (await env.services.orgs.authenticate(key.secret))!;
+      const [row] = await env.services.sql.query<{ key: string }>(null, 'SELECT ag_principal_key($1::jsonb) AS key', [
+        JSON.stringify({ type: 'api_key', id: key.id }),
+      ]);
+      expect(principalKey(tenant.principal)).toBe(row!.key);
+    }
+    const signedIn = await env.http.post('/v1/session').send({ email: admin.email, password: admin.password }).expect(200);
+    const token = (signedIn.headers['set-cookie'] as unknown as string[])[0]!.split(';')[0]!.split('=')[1]!;
+    const session = (await env.services.members.authenticateSession(token))!;
+    expect(principalKey(session.principal)).toBe(`user:${admin.id}`);
+  });
+
   it('a CLI key is its own principal; a key made in a session is the member’s; one made by a key is that key’s principal', async () => {
     const admin = await createMember(env, org, 'admin');
     const listed = async () =>

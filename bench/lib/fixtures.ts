@@ -5,7 +5,7 @@ import pg from 'pg';
 import { createDataLayer } from '../../src/data/database.js';
 import { applyMigrations } from '../../src/db/migrator.js';
 import { OrgService } from '../../src/modules/orgs/org-service.js';
-import { SCOPES } from '../../src/modules/orgs/tenant.js';
+import { SCOPES, type Scope } from '../../src/modules/orgs/tenant.js';
 import { mapConcurrent } from './concurrency.js';
 
 export const HOST = '127.0.0.1';
@@ -77,6 +77,21 @@ export async function createOrgs(dbUrl: string, count: number): Promise<BenchOrg
         const { key: reviewerKey } = await orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'bench reviewer' }, BENCH_ACTOR);
         return { orgId, key, reviewerKey };
       },
+    );
+  } finally {
+    await data.close();
+  }
+}
+
+/** `count` keys of an organization made as the CLI makes them: service keys, each its own principal. */
+export async function createServiceKeys(dbUrl: string, orgId: string, count: number, scopes: readonly Scope[]): Promise<string[]> {
+  const data = createDataLayer(dbUrl, { size: 5, connectTimeoutMs: 5_000, queryTimeoutMs: 600_000 }, () => {});
+  try {
+    const orgs = new OrgService(data);
+    return await mapConcurrent(
+      Array.from({ length: count }, (_, i) => i),
+      5,
+      async (i) => (await orgs.createApiKey({ orgId, scopes: [...scopes], name: `bench service ${i}` }, BENCH_ACTOR)).key,
     );
   } finally {
     await data.close();

@@ -22,6 +22,7 @@ import type {
   PolicyEvaluation,
   PolicyEvaluationInput,
   PolicyList,
+  PolicyListQuery,
   PolicyView,
   Problem,
   SessionView,
@@ -127,7 +128,8 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       getExport: (id: string) => request<AuditExportView>('GET', `/v1/audit/exports/${segment(id)}`),
     },
     policies: {
-      list: () => request<PolicyList>('GET', '/v1/policies'),
+      /** A page of policies by key; pass `nextCursor` back as `cursor` for the next. */
+      list: (query: PolicyListQuery = {}) => request<PolicyList>('GET', '/v1/policies', { query }),
       get: (key: string) => request<PolicyView>('GET', `/v1/policies/${segment(key)}`),
       put: (key: string, document: PolicyDocumentInput) => request<PolicyView>('PUT', `/v1/policies/${segment(key)}`, { body: document }),
       delete: (key: string) => request<void>('DELETE', `/v1/policies/${segment(key)}`),

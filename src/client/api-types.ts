@@ -42,6 +42,7 @@ export type PolicyDocumentInput = In<typeof policies.policyDocumentSchema>;
 export type PolicyRule = Out<typeof policies.policyRuleSchema>;
 export type PolicyView = Out<typeof policies.policyViewSchema>;
 export type PolicyList = Out<typeof policies.policyListSchema>;
+export type PolicyListQuery = In<typeof policies.policyListQuerySchema>;
 export type PolicyEvaluationInput = In<typeof policies.policyEvaluationInputSchema>;
 export type PolicyEvaluation = Out<typeof policies.policyEvaluationSchema>;
 

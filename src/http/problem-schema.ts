@@ -9,5 +9,9 @@ export const problemSchema = z
     detail: z.string(),
     code: z.string(),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    limit: z
+      .object({ name: z.string(), max: z.number().int() })
+      .optional()
+      .meta({ description: 'With `limit_reached`: which limit of the organization was reached, and its maximum.' }),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });

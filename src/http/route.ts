@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { once } from 'node:events';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
@@ -307,7 +308,14 @@ async function sendEventStream(
   }, heartbeatMs);
   try {
     for await (const message of stream(req.get('last-event-id'), abort.signal)) {
-      res.write(`${message.id ? `id: ${message.id}\n` : ''}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`);
+      // Messages written in one turn (a page of replay) leave in one packet.
+      if (res.writableCorked === 0) {
+        res.cork();
+        process.nextTick(() => res.uncork());
+      }
+      const frame = `${message.id ? `id: ${message.id}\n` : ''}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`;
+      // A client that reads slowly slows its stream down, rather than having it buffered here.
+      if (!res.write(frame)) await once(res, 'drain', { signal: abort.signal }).catch(() => undefined);
     }
   } catch (error) {
     req.log.warn({ err: error }, 'event stream cut short');

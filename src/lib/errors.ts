@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'limit_reached'
   | 'payment_required'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -158,5 +159,15 @@ export class ConflictError extends AppError {
 export class DependencyUnavailableError extends AppError {
   constructor(detail: string) {
     super(503, 'unavailable', 'Service unavailable', detail);
+  }
+}
+
+/** The organization holds as many of something as it may (docs/api.md#limits); `limit` names which. */
+export class LimitReachedError extends AppError {
+  constructor(
+    readonly limit: { name: string; max: number },
+    detail: string,
+  ) {
+    super(409, 'limit_reached', 'Limit reached', detail);
   }
 }

@@ -397,6 +397,25 @@ describe('who may do what', () => {
 });
 
 describe('policies', () => {
+  it('lists policies a page at a time, and loads the next page on request', async () => {
+    const { org, viewer } = await organization();
+    const keys = Array.from({ length: 60 }, (_, i) => `p-${String(i).padStart(2, '0')}`);
+    for (let start = 0; start < keys.length; start += 20) {
+      await Promise.all(keys.slice(start, start + 20).map((key) => org.request('put', `/v1/policies/${key}`).send({}).expect(200)));
+    }
+    const { context, page } = await signIn(browser, env, viewer);
+    await page.getByRole('link', { name: 'Policies' }).click();
+    const rows = page.getByRole('region', { name: 'Policies' }).locator('tbody tr');
+    await page.getByRole('link', { name: 'p-48' }).waitFor();
+    expect(await rows.count()).toBe(50);
+    expect(await page.getByRole('link', { name: 'refunds' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await page.getByRole('link', { name: 'refunds' }).waitFor();
+    expect(await rows.count()).toBe(61);
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('shows a CEL error on the rule the server names, tries the draft against a sample request, and saves it', async () => {
     const { org, admin } = await organization();
     const { context, page } = await signIn(browser, env, admin);

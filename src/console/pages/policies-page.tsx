@@ -3,14 +3,18 @@ import { Link, useNavigate } from 'react-router';
 import { api } from '../api';
 import { ProblemMessage } from '../components/problem-message';
 import { useMember } from '../hooks/session';
-import { useResource } from '../hooks/use-resource';
+import { usePages } from '../hooks/use-pages';
+import { ListEnd } from '../components/list-end';
 import { formatDuration, formatTime } from '../lib/format';
 import { DataTable } from '../components/data-table';
 
 export function PoliciesPage() {
   const { can } = useMember();
   const navigate = useNavigate();
-  const policies = useResource(() => api.policies.list(), []);
+  const policies = usePages(async (cursor) => {
+    const page = await api.policies.list(cursor ? { cursor } : {});
+    return { items: page.policies, next: page.nextCursor };
+  }, []);
   const [newKey, setNewKey] = useState('');
   const create = (event: FormEvent) => {
     event.preventDefault();
@@ -21,7 +25,7 @@ export function PoliciesPage() {
       <h1 id="policies-title">Policies</h1>
       <ProblemMessage error={policies.error} />
       <DataTable label="Policies" columns={['Key', 'Rules', 'Default', 'Timeout', 'Updated']}>
-        {policies.data?.policies.map((policy) => (
+        {policies.items.map((policy) => (
           <tr key={policy.key}>
             <td>
               <Link to={`/policies/${encodeURIComponent(policy.key)}`}>{policy.key}</Link>
@@ -36,7 +40,7 @@ export function PoliciesPage() {
           </tr>
         ))}
       </DataTable>
-      {policies.data?.policies.length === 0 && <p className="empty">No policies yet: every request is an orphan until one exists.</p>}
+      <ListEnd list={policies} empty="No policies yet: every request is an orphan until one exists." />
       {can('policies:write') && (
         <form className="inline-form" onSubmit={create}>
           <label>

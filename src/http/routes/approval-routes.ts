@@ -1,4 +1,4 @@
-import type { ApprovalFeed, FeedMessage } from '../../modules/approvals/approval-feed.js';
+import { REPLAY_LIMIT, type ApprovalFeed, type FeedMessage } from '../../modules/approvals/approval-feed.js';
 import { voterOf, type ApprovalService } from '../../modules/approvals/approval-service.js';
 import {
   approvalCreateSchema,
@@ -9,6 +9,7 @@ import {
   approvalViewSchema,
   decisionSchema,
 } from '../../modules/approvals/approval-schemas.js';
+import { STREAMS_PER_PRINCIPAL } from '../../modules/approvals/feed-stream-slots.js';
 import { defineRoute, type ServerSentEvent } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
@@ -69,20 +70,25 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
       scope: 'approvals:read',
       responses: {
         200: {
-          description:
-            'A text/event-stream: `approval` events (`{ type, approvalId, status, seq }`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends `reset` when that is too much.',
+          description: `A text/event-stream: \`approval\` events (\`{ type, approvalId, status, seq }\`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends \`reset\` when it is older than the last ${REPLAY_LIMIT.toLocaleString('en-US')} events. At most ${STREAMS_PER_PRINCIPAL} streams per member or service key (429 beyond).`,
           text: {
             mediaType: 'text/event-stream',
             example:
               'retry: 2000\n\nid: 42\nevent: approval\ndata: {"type":"approval.approved","approvalId":"0b9f3c7e-5d1a-4e2b-8c6f-9a0d1e2f3a4b","status":"approved","seq":42}\n\n: ping\n\n',
           },
         },
-        ...problemResponses(401, 403),
+        ...problemResponses(401, 403, 429),
       },
-      handler: async ({ tenant }) => ({
-        status: 200,
-        eventStream: (lastEventId, signal) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
-      }),
+      handler: async ({ tenant, caller }) => {
+        const release = await feed.streamSlots.take(tenant);
+        // The response closes however the stream ends: the client leaves, the credential lapses, shutdown.
+        caller.onGone(release);
+        if (caller.gone) release();
+        return {
+          status: 200,
+          eventStream: (lastEventId, signal) => serverSentEvents(feed.stream(tenant, resumeAfter(lastEventId), signal)),
+        };
+      },
     }),
     defineRoute({
       method: 'get',

@@ -4,9 +4,11 @@ import {
   policyEvaluationInputSchema,
   policyEvaluationSchema,
   policyKeyParamsSchema,
+  policyListQuerySchema,
   policyListSchema,
   policyViewSchema,
 } from '../../modules/policies/policy-schemas.js';
+import { ORG_LIMITS } from '../../modules/orgs/org-limits.js';
 import { problemSchema } from '../problem-schema.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
@@ -24,6 +26,10 @@ export function policyRoutes(policies: PolicyService) {
       responses: {
         200: { description: 'The stored policy.', schema: policyViewSchema },
         ...problemResponses(401, 403, 422),
+        409: {
+          description: `A new policy, and the organization has ${ORG_LIMITS.policies.toLocaleString('en-US')} already (\`limit_reached\`, with \`limit\`).`,
+          schema: problemSchema,
+        },
       },
       handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.put(tenant, params.key, body) }),
     }),
@@ -44,13 +50,17 @@ export function policyRoutes(policies: PolicyService) {
     defineRoute({
       method: 'get',
       path: '/v1/policies',
-      summary: 'List policies',
+      summary: 'List policies by key, with cursor paging',
       scope: 'policies:read',
+      query: policyListQuerySchema,
       responses: {
-        200: { description: 'All policies of the organization, by key.', schema: policyListSchema },
-        ...problemResponses(401, 403),
+        200: {
+          description: "A page of the organization's policies, by key; `nextCursor` is null on the last page.",
+          schema: policyListSchema,
+        },
+        ...problemResponses(401, 403, 422),
       },
-      handler: async ({ tenant }) => ({ status: 200, body: { policies: await policies.list(tenant) } }),
+      handler: async ({ tenant, query }) => ({ status: 200, body: await policies.list(tenant, query) }),
     }),
     defineRoute({
       method: 'get',

@@ -14,6 +14,7 @@ import type { WebhookService } from '../../modules/webhooks/webhook-service.js';
 import { problemSchema } from '../problem-schema.js';
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
+import { ORG_LIMITS } from '../../modules/orgs/org-limits.js';
 
 export function webhookRoutes(webhooks: WebhookService) {
   return [
@@ -26,6 +27,10 @@ export function webhookRoutes(webhooks: WebhookService) {
       responses: {
         201: { description: 'The endpoint, with its secret.', schema: webhookEndpointWithSecretSchema },
         ...problemResponses(401, 403, 422),
+        409: {
+          description: `The organization has ${ORG_LIMITS.webhookEndpoints} endpoints already (\`limit_reached\`, with \`limit\`).`,
+          schema: problemSchema,
+        },
       },
       handler: async ({ tenant, body }) => ({ status: 201, body: await webhooks.create(tenant, body) }),
     }),

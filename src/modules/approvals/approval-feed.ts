@@ -1,14 +1,13 @@
 import type { Redis } from 'ioredis';
-import { pickColumns, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
-import type { AuditEvent } from '../../generated/prisma/client.js';
 import type { Logger } from '../../lib/logger.js';
+import { Semaphore } from '../../lib/semaphore.js';
 import { subscribeWithin } from '../../lib/redis.js';
-import { AUDIT_EVENT_COLUMNS } from '../audit/audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from '../outbox/domain-events.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { ApprovalStatus } from './approval-schemas.js';
+import { FeedStreamSlots } from './feed-stream-slots.js';
 
 /** What the console hears of an approval's life: enough to know what to show again. */
 export interface ApprovalFeedEvent {
@@ -29,12 +28,27 @@ export const APPROVAL_FEED_TYPES = [
   'approval.vote_recorded',
 ] as const satisfies readonly AuditEventType[];
 
-/** An event replayed to a console that reconnects. */
-type MissedEventRow = PgRow<Pick<AuditEvent, 'seq' | 'data'>> & { type: AuditEventType };
-const MISSED_EVENT_COLUMNS = selectList(pickColumns(AUDIT_EVENT_COLUMNS, ['seq', 'type', 'data']) satisfies ColumnMap<MissedEventRow>);
+/**
+ * A reconnect is replayed at most this many of the organization's feed events after its
+ * Last-Event-ID; an older id is told to read the state afresh (`reset`). See docs/api.md.
+ */
+export const REPLAY_LIMIT = 1000;
 
-/** More missed events than this on a reconnect: the client is told to read the state afresh instead. */
-const REPLAY_LIMIT = 500;
+/** Replayed events are read this many at a time: a replaying stream holds one page, not its whole replay. */
+const REPLAY_PAGE = 200;
+
+/**
+ * Replay reads of one process running at once. Many streams replaying together (every console of
+ * an organization reconnecting after a deploy) then take turns on a few connections of the pool
+ * instead of taking all of it from other requests.
+ */
+const REPLAY_READS_AT_ONCE = 4;
+
+/**
+ * Live events held for a stream whose client is not reading them. Past this the stream drops them
+ * and catches up from the audit chain once its client reads again, as a reconnect would.
+ */
+const LIVE_BUFFER = 1000;
 
 /** The status an approval event leaves its approval in. */
 function statusAfter(type: AuditEventType, data: Record<string, unknown>): ApprovalStatus {
@@ -71,6 +85,9 @@ export type FeedMessage = { kind: 'event'; event: ApprovalFeedEvent } | { kind: 
 export class ApprovalFeed {
   private readonly channel: string;
   private readonly listeners = new Map<string, Set<(event: ApprovalFeedEvent | null) => void>>();
+  private readonly replayReads = new Semaphore(REPLAY_READS_AT_ONCE);
+  /** The limit on open streams per principal, which a stream takes before it opens. */
+  readonly streamSlots: FeedStreamSlots;
   private closed = false;
 
   constructor(
@@ -81,6 +98,7 @@ export class ApprovalFeed {
     private readonly logger: Logger,
   ) {
     this.channel = `${prefix}:approvals:feed`;
+    this.streamSlots = new FeedStreamSlots(publisher, prefix, logger);
     this.subscriber?.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return;
       // `<orgId> <json>`: organizations without open streams here cost no parsing.
@@ -113,14 +131,18 @@ export class ApprovalFeed {
 
   /**
    * The organization's approval events from now on, after replaying those with a seq above
-   * `after` (a reconnect's Last-Event-ID). Ends when `signal` aborts.
+   * `after` (a reconnect's Last-Event-ID), or `reset` when more than REPLAY_LIMIT were missed.
+   * Ends when `signal` aborts. What a stream holds is bounded: one page of replay, and at most
+   * LIVE_BUFFER live events while its client is slow (then it catches up from the database).
    */
   async *stream(tenant: Pick<Tenant, 'orgId'>, after: number | null, signal: AbortSignal): AsyncGenerator<FeedMessage> {
     const pending: ApprovalFeedEvent[] = [];
+    let overflowed = false;
     let wake: (() => void) | null = null;
     // null: the process is shutting down.
     const listener = (event: ApprovalFeedEvent | null) => {
-      if (event) pending.push(event);
+      if (event && pending.length < LIVE_BUFFER) pending.push(event);
+      else if (event) overflowed = true;
       wake?.();
     };
     const onAbort = () => wake?.();
@@ -130,18 +152,37 @@ export class ApprovalFeed {
     listeners.add(listener);
     signal.addEventListener('abort', onAbort);
     try {
-      let lastSeq = after ?? 0;
-      if (after !== null) {
-        const missed = await this.missedSince(tenant.orgId, after);
-        if (missed.length > REPLAY_LIMIT) yield { kind: 'reset' };
-        else for (const event of missed) yield { kind: 'event', event };
-        lastSeq = Math.max(lastSeq, ...missed.map((event) => event.seq));
-      }
+      let lastSeq = after;
+      let catchUp = after !== null;
       while (!signal.aborted && !this.closed) {
-        if (pending.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        if (catchUp) {
+          catchUp = false;
+          const from = lastSeq!;
+          const missed = await this.missedSince(tenant.orgId, from, signal);
+          if (signal.aborted) break;
+          if (missed.tooMany) {
+            yield { kind: 'reset' };
+            // The client reads the state afresh: only what commits after this head is news to it.
+            lastSeq = missed.head;
+          } else {
+            for await (const event of this.replay(tenant.orgId, from, signal)) {
+              lastSeq = event.seq;
+              yield { kind: 'event', event };
+            }
+          }
+          continue;
+        }
+        if (pending.length === 0 && !overflowed) await new Promise<void>((resolve) => (wake = resolve));
         wake = null;
+        if (overflowed) {
+          overflowed = false;
+          lastSeq ??= pending[0]!.seq - 1;
+          pending.length = 0;
+          catchUp = true;
+          continue;
+        }
         for (const event of pending.splice(0)) {
-          if (event.seq <= lastSeq) continue;
+          if (lastSeq !== null && event.seq <= lastSeq) continue;
           lastSeq = event.seq;
           yield { kind: 'event', event };
         }
@@ -159,13 +200,52 @@ export class ApprovalFeed {
     for (const listeners of this.listeners.values()) for (const listener of listeners) listener(null);
   }
 
-  private async missedSince(orgId: string, after: number): Promise<ApprovalFeedEvent[]> {
-    const rows = await this.sql.query<MissedEventRow>(
-      'approval-feed-replay',
-      `SELECT ${MISSED_EVENT_COLUMNS} FROM audit_events
-       WHERE org_id = $1 AND seq > $2 AND type = ANY ($3::text[]) ORDER BY seq LIMIT $4`,
-      [orgId, after, APPROVAL_FEED_TYPES, REPLAY_LIMIT + 1],
+  /** Whether more than REPLAY_LIMIT feed events follow `after`, and the newest one's seq if so. */
+  private async missedSince(
+    orgId: string,
+    after: number,
+    signal: AbortSignal,
+  ): Promise<{ tooMany: false } | { tooMany: true; head: number }> {
+    const [row] = await this.replayRead(signal, () =>
+      this.sql.query<{ missed: string; head: string | null }>(
+        'approval-feed-missed',
+        `SELECT count(*) AS missed,
+                CASE WHEN count(*) > $4 THEN (SELECT max(seq) FROM audit_events WHERE org_id = $1 AND type = ANY ($3::text[])) END AS head
+         FROM (SELECT 1 FROM audit_events WHERE org_id = $1 AND seq > $2 AND type = ANY ($3::text[]) LIMIT $4 + 1) AS missed`,
+        [orgId, after, APPROVAL_FEED_TYPES, REPLAY_LIMIT],
+      ),
     );
-    return rows.map((row) => feedEvent(row.type, Number(row.seq), JSON.parse(row.data) as Record<string, unknown>));
+    return row && Number(row.missed) > REPLAY_LIMIT ? { tooMany: true, head: Number(row.head) } : { tooMany: false };
+  }
+
+  /** A replay read in its turn; none once the stream has ended while it waited (its client left). */
+  private replayRead<Row>(signal: AbortSignal, read: () => Promise<Row[]>): Promise<Row[]> {
+    return this.replayReads.run(async () => (signal.aborted ? [] : read()));
+  }
+
+  /**
+   * The feed events after `after`, read a page at a time as the stream takes them. The database
+   * reads from the canonical JSON only the fields the feed shows, so a large payload is neither
+   * sent over nor parsed here.
+   */
+  private async *replay(orgId: string, after: number, signal: AbortSignal): AsyncGenerator<ApprovalFeedEvent> {
+    let from = after;
+    while (!signal.aborted) {
+      const rows = await this.replayRead(signal, () =>
+        this.sql.query<{ seq: string; type: AuditEventType; approval_id: string; status: string | null; outcome: string | null }>(
+          'approval-feed-replay',
+          `SELECT e.seq, e.type, d.data ->> 'approvalId' AS approval_id, d.data ->> 'status' AS status, d.data ->> 'outcome' AS outcome
+           FROM audit_events e CROSS JOIN LATERAL (SELECT e.data::jsonb AS data) AS d
+           WHERE e.org_id = $1 AND e.seq > $2 AND e.type = ANY ($3::text[]) ORDER BY e.seq LIMIT $4`,
+          [orgId, from, APPROVAL_FEED_TYPES, REPLAY_PAGE],
+        ),
+      );
+      for (const row of rows) {
+        const data = { approvalId: row.approval_id, ...(row.status === null ? {} : { status: row.status }), outcome: row.outcome };
+        yield feedEvent(row.type, Number(row.seq), data);
+      }
+      if (rows.length < REPLAY_PAGE) return;
+      from = Number(rows.at(-1)!.seq);
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { jsonObject, queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
 import { keyOwnerSchema } from '../orgs/key-owner-schema.js';
+import { pageLimitSchema } from '../../lib/paging.js';
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -112,12 +113,7 @@ export const approvalListQuerySchema = z
     policyKey: storableString('policyKey').min(1).max(200).optional(),
     from: storableInstant('from').optional().meta({ description: 'Created at or after (ISO 8601).' }),
     to: storableInstant('to').optional().meta({ description: 'Created at or before (ISO 8601).' }),
-    limit: z
-      .string()
-      .regex(/^\d{1,4}$/, 'limit must be an integer from 1 to 200')
-      .transform(Number)
-      .pipe(z.number().min(1, 'limit must be an integer from 1 to 200').max(200, 'limit must be an integer from 1 to 200'))
-      .default(50),
+    limit: pageLimitSchema,
     cursor: storableString('cursor').min(1).max(200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
     decidable: z
       .enum(['true', 'false'])

@@ -57,3 +57,15 @@ export interface Tenant {
   actor: Actor;
   principal: Principal;
 }
+
+/**
+ * The principal a caller stands for, as `ag_principal_key` spells it (`user:<member id>` or
+ * `api_key:<service key id>`, see docs/members-and-channels.md#principals): a member's session
+ * and every key they own are the member; a service key and every key it made are the service key.
+ * Owners are resolved when a key is read, so this needs no query.
+ */
+export function principalKey(principal: Principal): string {
+  if (principal.type === 'session') return `user:${principal.memberId}`;
+  if (!principal.owner) return `api_key:${principal.keyId}`;
+  return principal.owner.type === 'user' ? `user:${principal.owner.id}` : `api_key:${principal.owner.id}`;
+}

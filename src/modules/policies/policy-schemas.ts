@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { jsonObject, storableString } from '../../lib/json-input.js';
+import { pageLimitSchema } from '../../lib/paging.js';
 
 export const MAX_TIMEOUT_SECONDS = 2_592_000;
 
@@ -78,7 +79,20 @@ export const policyViewSchema = policyDocumentSchema
   .meta({ id: 'Policy' });
 export type PolicyView = z.output<typeof policyViewSchema>;
 
-export const policyListSchema = z.object({ policies: z.array(policyViewSchema) }).meta({ id: 'PolicyList' });
+export const policyListSchema = z
+  .object({
+    policies: z.array(policyViewSchema),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'PolicyList' });
+
+/** GET /v1/policies: by key, a page at a time (docs/policies.md). */
+export const policyListQuerySchema = z.strictObject({
+  limit: pageLimitSchema,
+  // A key is at most 200 characters of up to 4 bytes each, and the cursor is its base64.
+  cursor: storableString('cursor').min(1).max(1200).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+});
+export type PolicyListQuery = z.output<typeof policyListQuerySchema>;
 
 export const policyKeyParamsSchema = z.object({ key: policyKey('key') });
 

@@ -1,8 +1,9 @@
 import type { DataLayer } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
+import { limitReached } from '../orgs/org-limits.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
-import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyView } from './policy-schemas.js';
+import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyListQuery, PolicyView } from './policy-schemas.js';
 import { PolicyStore, type Policy } from './policy-store.js';
 
 /** A policy as some read saw it: its document (null when none exists) and the revision it had. */
@@ -51,8 +52,14 @@ export class PolicyService {
     return policy;
   }
 
-  async list(tenant: Tenant): Promise<PolicyView[]> {
-    return (await this.store(tenant).list()).map(toView);
+  /** A page of the organization's policies by key (see docs/policies.md). */
+  async list(tenant: Tenant, { limit, cursor }: PolicyListQuery): Promise<{ policies: PolicyView[]; nextCursor: string | null }> {
+    const after = cursor === undefined ? undefined : decodePolicyCursor(cursor);
+    if (after === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
+    // One more than the page: whether there is a next page without a second query.
+    const rows = await this.store(tenant).list({ ...(after === undefined ? {} : { after }), limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    return { policies: page.map(toView), nextCursor: rows.length > limit ? encodePolicyCursor(page.at(-1)!.key) : null };
   }
 
   /**
@@ -68,6 +75,7 @@ export class PolicyService {
       data: { policyKey: key, policy: document },
       createdAt: new Date(),
     });
+    if (policy === 'limit_reached') throw limitReached('policies');
     if (policy === 'unknown_escalation_target') {
       const message = `escalateTo must be the key of an existing policy of this organization; no policy '${document.escalateTo}' exists (create it first)`;
       throw new ValidationError([{ path: 'escalateTo', message }], message);
@@ -135,4 +143,16 @@ function toView(policy: Policy): PolicyView {
     createdAt: policy.createdAt.toISOString(),
     updatedAt: policy.updatedAt.toISOString(),
   };
+}
+
+/** The key a page ended at, as an opaque token (base64url of `p:<key>`); its form is not part of the API. */
+function encodePolicyCursor(key: string): string {
+  return Buffer.from(`p:${key}`, 'utf8').toString('base64url');
+}
+
+/** The key a cursor names, or null when it is not one this API gave out. */
+function decodePolicyCursor(cursor: string): string | null {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
+  const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+  return decoded.startsWith('p:') && decoded.length > 2 && encodePolicyCursor(decoded.slice(2)) === cursor ? decoded.slice(2) : null;
 }

@@ -4,6 +4,7 @@ import type { Database, Sql } from '../../data/database.js';
 import { Prisma, type Policy } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { atLimit } from '../orgs/org-limits.js';
 import type { PolicyDocument } from './policy-schemas.js';
 
 export type { Policy };
@@ -44,17 +45,23 @@ export class PolicyStore {
     return row ?? null;
   }
 
-  list(): Promise<Policy[]> {
-    return this.db.policy.findMany({ where: { orgId: this.orgId }, orderBy: { key: 'asc' } });
+  /** Up to `limit` policies by key, after the key `after` when given. */
+  list({ after, limit }: { after?: string; limit: number }): Promise<Policy[]> {
+    return this.db.policy.findMany({
+      where: { orgId: this.orgId, ...(after === undefined ? {} : { key: { gt: after } }) },
+      orderBy: { key: 'asc' },
+      take: limit,
+    });
   }
 
   /**
    * Creates or replaces the policy and appends its audit event in one transaction, or, when
-   * `escalateTo` names another policy that does not exist, stores nothing. The target's row is
+   * `escalateTo` names another policy that does not exist, or when a new policy would pass the
+   * organization's limit, stores nothing. The target's row is
    * held with FOR KEY SHARE until the commit, so a concurrent delete of it (which locks it FOR
    * UPDATE first) either waits and then sees this reference, or wins and leaves nothing to lock.
    */
-  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target'> {
+  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
     const fields = {
       rules: document.rules,
       defaultOutcome: document.defaultOutcome,
@@ -72,6 +79,10 @@ export class PolicyStore {
     };
     const target = document.escalateTo;
     return this.db.$transaction(async (tx) => {
+      if (await atLimit(tx, this.orgId, 'policies')) {
+        const [existing] = await tx.$queryRaw<unknown[]>`SELECT 1 FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${key}`;
+        if (!existing) return 'limit_reached' as const;
+      }
       if (target !== null && target !== key) {
         const held = await tx.$queryRaw<Pick<Policy, 'key'>[]>`
           SELECT ${POLICY_KEY} FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${target} FOR KEY SHARE`;

@@ -17,6 +17,7 @@ import type {
 import { generateWebhookSecret, type WebhookSecrets } from './webhook-secrets.js';
 import { WebhookStore, type DeliveryWithAttempts, type WebhookEndpoint } from './webhook-store.js';
 import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError } from './webhook-url-guard.js';
+import { limitReached } from '../orgs/org-limits.js';
 
 /** How long the replaced secret still signs deliveries after a rotation (see docs/webhooks.md). */
 const PREVIOUS_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
@@ -52,6 +53,7 @@ export class WebhookService {
       { id, url: input.url, events: input.events, secret: this.options.secrets.toStored({ orgId: tenant.orgId, endpointId: id }, secret) },
       auditEvent(tenant, 'webhook.created', { endpointId: id, url: input.url, events: input.events, enabled: true }),
     );
+    if (endpoint === 'limit_reached') throw limitReached('webhookEndpoints');
     return withSecret(endpoint, secret);
   }
 

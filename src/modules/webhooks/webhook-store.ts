@@ -3,6 +3,7 @@ import type { Database } from '../../data/database.js';
 import { Prisma, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { atLimit } from '../orgs/org-limits.js';
 import { WEBHOOK_ENDPOINT_COLUMNS } from './webhook-columns.js';
 
 export type { WebhookEndpoint };
@@ -29,9 +30,10 @@ export class WebhookStore {
     return this.db.webhookEndpoint.findMany({ where: { orgId: this.orgId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
   }
 
-  /** Inserts the endpoint and appends its audit event in one transaction. */
-  create(endpoint: NewWebhookEndpoint, event: AuditEventDraft): Promise<WebhookEndpoint> {
+  /** Inserts the endpoint and appends its audit event in one transaction, unless the organization has its limit of endpoints. */
+  create(endpoint: NewWebhookEndpoint, event: AuditEventDraft): Promise<WebhookEndpoint | 'limit_reached'> {
     return this.db.$transaction(async (tx) => {
+      if (await atLimit(tx, this.orgId, 'webhookEndpoints')) return 'limit_reached' as const;
       const created = await tx.webhookEndpoint.create({
         data: { ...endpoint, orgId: this.orgId, createdAt: event.createdAt, updatedAt: event.createdAt },
       });
