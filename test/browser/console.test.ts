@@ -289,6 +289,55 @@ describe('deciding', () => {
   });
 });
 
+describe('inbox rows', () => {
+  it('show the payload summary, amount, agent and policy, a count, search and a scope filter; one-click approve only on a payload shown whole', async () => {
+    const { org, reviewer } = await organization();
+    const refund = await createApproval(org, 'refund', { amount: 4200, currency: 'EUR', customer: 'cus_42', reason: 'double charge' });
+    const long = await createApproval(org, 'bulk-export', { amount: 500, note: 'x'.repeat(200), rows: 12 });
+    const { context, page } = await signIn(browser, env, reviewer);
+    const list = page.getByRole('list', { name: 'Pending approvals' });
+    const refundRow = list.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'refund', exact: true }) });
+    await refundRow.waitFor();
+    expect(await refundRow.textContent()).toContain('€4,200.00');
+    // Every field, in the order the API returns them (PostgreSQL's jsonb order).
+    const summary = await refundRow.locator('.summary').textContent();
+    for (const part of ['amount: 4200', 'currency: "EUR"', 'customer: "cus_42"', 'reason: "double charge"'])
+      expect(summary).toContain(part);
+    expect(await refundRow.textContent()).toContain('agent billing-bot · policy refunds');
+    await page.getByText('2 pending', { exact: true }).waitFor();
+
+    // The long payload is cut on the row: it offers Review (the whole payload) instead of Approve, and `a` does nothing.
+    const longRow = list.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'bulk-export', exact: true }) });
+    expect(await longRow.getByRole('button', { name: /^Approve/ }).count()).toBe(0);
+    await longRow.getByRole('link', { name: /^Review the whole payload of bulk-export/ }).waitFor();
+    expect(await longRow.locator('.summary').textContent()).toMatch(/…$/);
+    await page.locator('li[aria-current="true"]').getByRole('link', { name: 'bulk-export', exact: true }).waitFor();
+    await page.keyboard.press('a');
+    await page.waitForTimeout(300);
+    expect(await approvalOf(org, long.id)).toMatchObject({ status: 'pending' });
+
+    // Search reads the loaded rows: action, payload summary, agent and policy.
+    const search = page.getByRole('searchbox', { name: 'Search loaded requests' });
+    await search.fill('CUS_42');
+    expect(await inboxActions(page)).toEqual(['refund']);
+    await search.fill('no such thing');
+    await page.getByText('No loaded request matches “no such thing”.').waitFor();
+    await search.fill('');
+
+    await refundRow.getByRole('button', { name: /^Approve refund/ }).click();
+    await page.getByRole('status').filter({ hasText: 'Approved refund' }).waitFor();
+    expect(await approvalOf(org, refund.id)).toMatchObject({ status: 'approved' });
+    await page.getByText('1 pending', { exact: true }).waitFor();
+
+    // Every pending request, read-only: the server's filter changes, the rows offer no decision.
+    await page.getByLabel('Show').selectOption('all');
+    await list.getByRole('link', { name: 'bulk-export', exact: true }).waitFor();
+    expect(await list.getByRole('button').count()).toBe(0);
+    await screenshot(page, 'inbox-all-pending');
+    await context.close();
+  });
+});
+
 describe('who may do what', () => {
   it('a viewer sees no decide controls, keys do nothing, and the API refuses their decision', async () => {
     const { org, viewer } = await organization();
