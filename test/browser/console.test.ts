@@ -192,13 +192,26 @@ describe('deciding', () => {
     await page.getByText(approval.payloadHash, { exact: true }).waitFor();
     await page.getByText(/\d+ min( \d+ s)? left/).waitFor();
     await page.getByRole('region', { name: 'Audit events of this approval' }).getByText('approval.created').waitFor();
+    await page.getByText('none yet; 1 approving vote settles it', { exact: true }).waitFor();
     await screenshot(page, 'approval');
 
     await page.getByRole('button', { name: 'Approve', exact: true }).click();
     await page.locator('.page-head .badge', { hasText: 'approved' }).waitFor();
+    // Settled: the quorum no longer decides anything, and is not shown.
+    await page
+      .getByRole('listitem')
+      .filter({ hasText: `${reviewer.email}: approved at` })
+      .waitFor();
+    expect(await page.getByText(/settles? it/).count()).toBe(0);
     const decided = await approvalOf(org, approval.id);
     expect(decided).toMatchObject({ status: 'approved', decidedBy: { type: 'user', id: reviewer.id, email: reviewer.email } });
     await page.getByRole('region', { name: 'Audit events of this approval' }).getByText('approval.approved').waitFor();
+    // The actor is named by email, as everywhere else, on this page and on the audit page.
+    const approvedRow = page.getByRole('row').filter({ hasText: 'approval.approved' });
+    await approvedRow.getByRole('cell', { name: reviewer.email, exact: true }).waitFor();
+    await page.getByRole('link', { name: 'Audit', exact: true }).click();
+    await page.getByRole('row').filter({ hasText: 'approval.approved' }).getByRole('cell', { name: reviewer.email, exact: true }).waitFor();
+    expect(await page.getByRole('cell', { name: /^member [0-9a-f]{8}$/ }).count()).toBe(0);
     await context.close();
   });
 

@@ -8,7 +8,7 @@ import { RejectDialog } from '../components/reject-dialog';
 import { TimeLeft } from '../components/time-left';
 import { useApprovalEvents } from '../hooks/approval-events';
 import { useErrorReporter, useMember } from '../hooks/session';
-import { formatTime } from '../lib/format';
+import { formatTime, quorumText } from '../lib/format';
 import { withFreshHead } from '../lib/approval-order';
 import { summarizePayload, type PayloadSummary } from '../lib/payload-summary';
 
@@ -109,8 +109,7 @@ export function InboxPage() {
 
   const removeDecided = (decided: ApprovalView, verb: string) => {
     setItems((list) => list.filter((approval) => approval.id !== decided.id));
-    const outcome =
-      decided.status === 'pending' ? `your vote is recorded; it needs ${decided.quorum} approving votes in all` : `now ${decided.status}`;
+    const outcome = decided.status === 'pending' ? `your vote is recorded; ${quorumText(decided)}` : `now ${decided.status}`;
     setNotice({ text: `${verb} ${decided.action} (${shortId(decided)}): ${outcome}.`, alert: false });
   };
 
