@@ -99,7 +99,10 @@ describe('signing in and out', () => {
 
 describe('invites', () => {
   it('an admin invites a reviewer, who sets a password on the invite page and is signed in; the link then stops working', async () => {
-    const { admin } = await organization();
+    const { org, admin } = await organization();
+    const [{ name: orgName }] = (await env.services.sql.query<{ name: string }>(null, 'SELECT name FROM organizations WHERE id = $1', [
+      org.orgId,
+    ])) as [{ name: string }];
     const { context, page } = await signIn(browser, env, admin);
     await page.getByRole('link', { name: 'Members' }).click();
     const form = page.getByRole('form', { name: 'Invite a member' });
@@ -115,6 +118,12 @@ describe('invites', () => {
     const invitee = await openContext(browser, env);
     const invitePage = await invitee.newPage();
     await invitePage.goto(new URL(inviteUrl).pathname);
+    // The page names what the invite joins before anything is typed.
+    await invitePage.getByRole('heading', { name: `Join ${orgName}` }).waitFor();
+    await invitePage
+      .getByText(`You are invited to ${orgName} on Approval Gate as reviewer, with the email new.reviewer@acme.test.`)
+      .waitFor();
+    await screenshot(invitePage, 'invite');
     await invitePage.getByLabel('Your name (optional)').fill('Nora Reviewer');
     await invitePage.getByLabel('New password').fill('short');
     await invitePage.getByLabel('Repeat the password').fill('short');
@@ -133,6 +142,8 @@ describe('invites', () => {
     const late = await openContext(browser, env);
     const latePage = await late.newPage();
     await latePage.goto(new URL(inviteUrl).pathname);
+    // A used invite says so on opening, and again if tried.
+    await latePage.getByText('This invite is used or expired.').waitFor();
     await latePage.getByLabel('New password').fill('another-long-password');
     await latePage.getByLabel('Repeat the password').fill('another-long-password');
     await latePage.getByRole('button', { name: 'Set password and sign in' }).click();
