@@ -328,6 +328,8 @@ describe('inbox rows', () => {
     for (const part of ['amount: 4200', 'currency: "EUR"', 'customer: "cus_42"', 'reason: "double charge"'])
       expect(summary).toContain(part);
     expect(await refundRow.textContent()).toContain('agent billing-bot · policy refunds');
+    // Times are in the reader's zone, and name it.
+    expect(await refundRow.locator('.meta').textContent()).toMatch(/\d{1,2}:\d{2}:\d{2}\s?[AP]M (UTC|GMT[+-][\d:]+|[A-Z]{3,5})$/);
     await page.getByText('2 pending', { exact: true }).waitFor();
 
     // The long payload is cut on the row: it offers Review (the whole payload) instead of Approve, and `a` does nothing.

@@ -1,6 +1,7 @@
 import type { Decider, KeyOwner } from '../../client/api-types';
 
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+/** The reader's own zone, named ("Nov 29, 2026, 2:05:09 AM GMT+1"): `long` is the time style that shows it. */
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'long' });
 
 export function formatTime(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '—';
