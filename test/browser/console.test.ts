@@ -2,7 +2,15 @@ import { Readable } from 'node:stream';
 import type { ReadableStream } from 'node:stream/web';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser, openContext, overflowsHorizontally, screenshot, signIn, unnamedControls } from '../support/browser.js';
+import {
+  launchBrowser,
+  openContext,
+  overflowsHorizontally,
+  screenshot,
+  seriousAccessibilityViolations,
+  signIn,
+  unnamedControls,
+} from '../support/browser.js';
 import { eventually } from '../support/eventually.js';
 import { createMember, type TestMember } from '../support/members.js';
 import { createTestEnv, type TestEnv, type TestOrg } from '../support/test-env.js';
@@ -698,23 +706,40 @@ describe('administration', () => {
 });
 
 describe('layout and accessibility', () => {
-  it('is usable 375 px wide, every control has an accessible name, and nothing comes from another origin, on every page', async () => {
+  /** Every console page of a signed-in admin, and a text that says it has loaded. */
+  async function consolePages() {
     const { org, admin } = await organization();
-    const approval = await createApproval(org, 'a-rather-long-action-name-for-a-phone-screen');
-    const { context, page } = await signIn(browser, env, admin, { width: 375, height: 740 });
+    const approval = await createApproval(org, 'a-rather-long-action-name-for-a-phone-screen', {
+      amount: 4200,
+      currency: 'EUR',
+      customer: 'cus_42',
+    });
+    await org
+      .asReviewer('post', `/v1/approvals/${(await createApproval(org, 'settled-one')).id}/decision`)
+      .send({ verdict: 'rejected' })
+      .expect(200);
+    await createMember(env, org, 'reviewer', 'a.member.with.a.rather.long.address@example-organization.test');
+    // Path, a text that says it has loaded, and the name of its screenshot.
+    const pages: [string, string, string][] = [
+      ['/', 'a-rather-long-action-name-for-a-phone-screen', 'inbox'],
+      [`/approvals/${approval.id}`, 'approval.created', 'approval'],
+      ['/history', 'a-rather-long-action-name-for-a-phone-screen', 'history'],
+      ['/audit', 'Data of event 1', 'audit'],
+      ['/policies', 'refunds', 'policies'],
+      ['/policies/refunds', 'Rule 0 condition (CEL)', 'policy-editor'],
+      ['/webhooks', 'No endpoints yet.', 'webhooks'],
+      ['/keys', 'New API key', 'keys'],
+      ['/members', 'a.member.with.a.rather.long.address@example-organization.test', 'members'],
+      ['/settings', 'Email me when a request waits for my decision', 'settings'],
+    ];
+    return { org, admin, approval, pages };
+  }
+
+  it('is usable 390 px wide: no sideways scrolling, named controls, Decide above the fold, readable members, nothing from another origin', async () => {
+    const { admin, approval, pages } = await consolePages();
+    const { context, page } = await signIn(browser, env, admin, { width: 390, height: 844 });
     const origins = new Set<string>();
     page.on('request', (request) => origins.add(new URL(request.url()).origin));
-    const pages: [string, string][] = [
-      ['/', 'a-rather-long-action-name-for-a-phone-screen'],
-      [`/approvals/${approval.id}`, 'approval.created'],
-      ['/history', 'a-rather-long-action-name-for-a-phone-screen'],
-      ['/audit', 'Data of event 1'],
-      ['/policies', 'refunds'],
-      ['/policies/refunds', 'Rule 0 condition (CEL)'],
-      ['/webhooks', 'No endpoints yet.'],
-      ['/members', admin.email],
-      ['/settings', 'Email me when a request waits for my decision'],
-    ];
     for (const [path, loaded] of pages) {
       await page.goto(`/console${path}`);
       await page.getByText(loaded).first().waitFor();
@@ -722,8 +747,44 @@ describe('layout and accessibility', () => {
       expect(await unnamedControls(page), path).toEqual([]);
     }
     expect([...origins]).toEqual([env.baseUrl]);
+
+    // The header takes little height, and an approval's decision is on the first screen.
+    await page.goto(`/console/approvals/${approval.id}`);
+    const header = (await page.locator('header.top').boundingBox())!;
+    expect(header.height).toBeLessThanOrEqual(120);
+    const decide = (await page.getByRole('button', { name: 'Approve', exact: true }).boundingBox())!;
+    expect(decide.y + decide.height).toBeLessThanOrEqual(844);
+    await screenshot(page, 'approval-phone', { fullPage: false });
+
+    // Members: the role select keeps its width, and an email breaks into lines of many characters.
+    await page.goto('/console/members');
+    const select = (await page.getByLabel(`Role of ${admin.email}`).boundingBox())!;
+    expect(select.width).toBeGreaterThanOrEqual(90);
+    const email = page.locator('td', { hasText: /^a\.member\.with\.a\.rather\.long/ });
+    const box = (await email.boundingBox())!;
+    expect(box.width).toBeGreaterThanOrEqual(120);
+    await screenshot(page, 'members-phone');
+
     await page.goto('/console/');
+    await page.getByText('a-rather-long-action-name-for-a-phone-screen').waitFor();
     await screenshot(page, 'inbox-phone');
     await context.close();
   });
+
+  for (const [name, viewport] of [
+    ['desktop', { width: 1200, height: 900 }],
+    ['390 px', { width: 390, height: 844 }],
+  ] as const) {
+    it(`has no serious or critical axe-core violation on any page (${name})`, async () => {
+      const { admin, pages } = await consolePages();
+      const { context, page } = await signIn(browser, env, admin, viewport);
+      for (const [path, loaded, shot] of pages) {
+        await page.goto(`/console${path}`);
+        await page.getByText(loaded).first().waitFor();
+        expect(await seriousAccessibilityViolations(page), path).toEqual([]);
+        await screenshot(page, `console-${shot}${name === 'desktop' ? '' : '-phone'}`);
+      }
+      await context.close();
+    });
+  }
 });
