@@ -78,7 +78,13 @@ describe('signing in and out', () => {
     const page = await context.newPage();
     await page.goto('/console/');
     await page.getByRole('heading', { name: 'Sign in to Approval Gate' }).waitFor();
+    expect(await seriousAccessibilityViolations(page)).toEqual([]);
     await screenshot(page, 'sign-in');
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await seriousAccessibilityViolations(page)).toEqual([]);
+    expect(await overflowsHorizontally(page)).toBe(false);
+    await screenshot(page, 'sign-in-phone');
+    await page.setViewportSize({ width: 1200, height: 900 });
 
     await page.getByLabel('Email').fill(reviewer.email);
     await page.getByLabel('Password').fill('not the password');
@@ -131,7 +137,12 @@ describe('invites', () => {
     await invitePage
       .getByText(`You are invited to ${orgName} on Approval Gate as reviewer, with the email new.reviewer@acme.test.`)
       .waitFor();
+    expect(await seriousAccessibilityViolations(invitePage)).toEqual([]);
     await screenshot(invitePage, 'invite');
+    await invitePage.setViewportSize({ width: 390, height: 844 });
+    expect(await seriousAccessibilityViolations(invitePage)).toEqual([]);
+    expect(await overflowsHorizontally(invitePage)).toBe(false);
+    await screenshot(invitePage, 'invite-phone');
     await invitePage.getByLabel('Your name (optional)').fill('Nora Reviewer');
     await invitePage.getByLabel('New password').fill('short');
     await invitePage.getByLabel('Repeat the password').fill('short');
