@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalMailConsumer } from '../src/consumers/approval-mail/approval-mail.js';
+import { formatUtc } from '../src/lib/display-time.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { confirmLink, linksOf, nonceOf, pathOf } from './support/decision-links.js';
 import { eventually } from './support/eventually.js';
@@ -84,7 +85,8 @@ describe('the approval mail', () => {
     const mail = mailTo(approval.id, alice);
     expect(mail.subject).toBe('Approval needed: refund');
     expect(mail.from).toBe(env.config.MAIL_FROM);
-    for (const fact of ['refund', 'billing-bot', 'refunds', approval.expiresAt, '"amount": 120']) {
+    // The reader's zone is unknown to a mail: UTC, said so.
+    for (const fact of ['refund', 'billing-bot', 'refunds', formatUtc(approval.expiresAt), '"amount": 120']) {
       expect(mail.text).toContain(fact);
       expect(mail.html).toContain(fact.replace(/"/g, '&quot;'));
     }

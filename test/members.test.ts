@@ -228,6 +228,31 @@ describe('POST /v1/invites/accept', () => {
   });
 });
 
+describe('POST /v1/invites/preview', () => {
+  const preview = (body: unknown) => env.http.post('/v1/invites/preview').send(body as object);
+
+  it('names the organization, role and email of a usable invite, without using it up', async () => {
+    const res = await org.request('post', '/v1/members').send({ email: 'preview@acme.test', role: 'viewer' }).expect(201);
+    const token = inviteToken(res.body.inviteUrl);
+    const [{ name }] = (await env.services.sql.query<{ name: string }>(null, 'SELECT name FROM organizations WHERE id = $1', [
+      org.orgId,
+    ])) as [{ name: string }];
+    const shown = await preview({ token }).expect(200);
+    expect(shown.body).toEqual({ organization: name, role: 'viewer', email: 'preview@acme.test' });
+    await preview({ token }).expect(200);
+    await accept({ token, password: 'long enough password' }).expect(200);
+    // Used: gone, as an unknown token is.
+    expect((await preview({ token }).expect(410)).body).toMatchObject({ code: 'gone' });
+    await preview({ token: 'x'.repeat(43) }).expect(410);
+  });
+
+  it('answers 422 naming the field for a missing or malformed token', async () => {
+    expect((await preview({}).expect(422)).body.errors).toEqual([{ path: 'token', message: expect.any(String) }]);
+    expect((await preview({ token: 'x'.repeat(201) }).expect(422)).body.errors[0].path).toBe('token');
+    expect((await preview({ token: 'x', extra: 1 }).expect(422)).body.errors[0].path).toBe('extra');
+  });
+});
+
 describe('the invite mail, once the member has a password', () => {
   // No worker here: each test sends the mail itself, when it wants, as a paused or slow worker would.
   let quiet: TestEnv;

@@ -285,7 +285,7 @@ describe('every write endpoint, against generated hostile JSON', () => {
   );
 
   it(
-    'POST /v1/members, PATCH /v1/members/:id, POST /v1/keys, POST /v1/session, POST /v1/invites/accept, POST /v1/policies/:key/evaluate',
+    'POST /v1/members, PATCH /v1/members/:id, POST /v1/keys, POST /v1/session, POST /v1/invites/accept and /preview, POST /v1/policies/:key/evaluate',
     async () => {
       const role = stringField(fc.constantFrom('admin', 'reviewer', 'viewer'));
       const name = optional(stringField(word));
@@ -323,6 +323,7 @@ describe('every write endpoint, against generated hostile JSON', () => {
               ['post', '/v1/keys', bodyText(key)],
               ['post', '/v1/session', bodyText(signIn)],
               ['post', '/v1/invites/accept', bodyText(invite)],
+              ['post', '/v1/invites/preview', bodyText({ token: invite.token })],
               ['post', '/v1/policies/p/evaluate', bodyText(trial)],
             ] as const) {
               expectWellFormed(await send(method, path, text), text);

@@ -12,6 +12,8 @@ import type {
   AuditQuery,
   DecisionInput,
   InviteAcceptInput,
+  InvitePreview,
+  InvitePreviewInput,
   MemberCreated,
   MemberCreateInput,
   MemberList,
@@ -111,6 +113,7 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       linkSlack: (input: SlackLinkInput) => request<void>('POST', '/v1/session/slack-link', { body: input }),
     },
     invites: {
+      preview: (input: InvitePreviewInput) => request<InvitePreview>('POST', '/v1/invites/preview', { body: input }),
       accept: async (input: InviteAcceptInput) => remember(await request<SessionView>('POST', '/v1/invites/accept', { body: input })),
     },
     approvals: {

@@ -2,7 +2,15 @@ import { Readable } from 'node:stream';
 import type { ReadableStream } from 'node:stream/web';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser, openContext, overflowsHorizontally, screenshot, signIn, unnamedControls } from '../support/browser.js';
+import {
+  launchBrowser,
+  openContext,
+  overflowsHorizontally,
+  screenshot,
+  seriousAccessibilityViolations,
+  signIn,
+  unnamedControls,
+} from '../support/browser.js';
 import { eventually } from '../support/eventually.js';
 import { createMember, type TestMember } from '../support/members.js';
 import { createTestEnv, type TestEnv, type TestOrg } from '../support/test-env.js';
@@ -70,7 +78,13 @@ describe('signing in and out', () => {
     const page = await context.newPage();
     await page.goto('/console/');
     await page.getByRole('heading', { name: 'Sign in to Approval Gate' }).waitFor();
+    expect(await seriousAccessibilityViolations(page)).toEqual([]);
     await screenshot(page, 'sign-in');
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await seriousAccessibilityViolations(page)).toEqual([]);
+    expect(await overflowsHorizontally(page)).toBe(false);
+    await screenshot(page, 'sign-in-phone');
+    await page.setViewportSize({ width: 1200, height: 900 });
 
     await page.getByLabel('Email').fill(reviewer.email);
     await page.getByLabel('Password').fill('not the password');
@@ -99,7 +113,10 @@ describe('signing in and out', () => {
 
 describe('invites', () => {
   it('an admin invites a reviewer, who sets a password on the invite page and is signed in; the link then stops working', async () => {
-    const { admin } = await organization();
+    const { org, admin } = await organization();
+    const [{ name: orgName }] = (await env.services.sql.query<{ name: string }>(null, 'SELECT name FROM organizations WHERE id = $1', [
+      org.orgId,
+    ])) as [{ name: string }];
     const { context, page } = await signIn(browser, env, admin);
     await page.getByRole('link', { name: 'Members' }).click();
     const form = page.getByRole('form', { name: 'Invite a member' });
@@ -115,6 +132,17 @@ describe('invites', () => {
     const invitee = await openContext(browser, env);
     const invitePage = await invitee.newPage();
     await invitePage.goto(new URL(inviteUrl).pathname);
+    // The page names what the invite joins before anything is typed.
+    await invitePage.getByRole('heading', { name: `Join ${orgName}` }).waitFor();
+    await invitePage
+      .getByText(`You are invited to ${orgName} on Approval Gate as reviewer, with the email new.reviewer@acme.test.`)
+      .waitFor();
+    expect(await seriousAccessibilityViolations(invitePage)).toEqual([]);
+    await screenshot(invitePage, 'invite');
+    await invitePage.setViewportSize({ width: 390, height: 844 });
+    expect(await seriousAccessibilityViolations(invitePage)).toEqual([]);
+    expect(await overflowsHorizontally(invitePage)).toBe(false);
+    await screenshot(invitePage, 'invite-phone');
     await invitePage.getByLabel('Your name (optional)').fill('Nora Reviewer');
     await invitePage.getByLabel('New password').fill('short');
     await invitePage.getByLabel('Repeat the password').fill('short');
@@ -133,6 +161,8 @@ describe('invites', () => {
     const late = await openContext(browser, env);
     const latePage = await late.newPage();
     await latePage.goto(new URL(inviteUrl).pathname);
+    // A used invite says so on opening, and again if tried.
+    await latePage.getByText('This invite is used or expired.').waitFor();
     await latePage.getByLabel('New password').fill('another-long-password');
     await latePage.getByLabel('Repeat the password').fill('another-long-password');
     await latePage.getByRole('button', { name: 'Set password and sign in' }).click();
@@ -192,13 +222,26 @@ describe('deciding', () => {
     await page.getByText(approval.payloadHash, { exact: true }).waitFor();
     await page.getByText(/\d+ min( \d+ s)? left/).waitFor();
     await page.getByRole('region', { name: 'Audit events of this approval' }).getByText('approval.created').waitFor();
+    await page.getByText('none yet; 1 approving vote settles it', { exact: true }).waitFor();
     await screenshot(page, 'approval');
 
     await page.getByRole('button', { name: 'Approve', exact: true }).click();
     await page.locator('.page-head .badge', { hasText: 'approved' }).waitFor();
+    // Settled: the quorum no longer decides anything, and is not shown.
+    await page
+      .getByRole('listitem')
+      .filter({ hasText: `${reviewer.email}: approved at` })
+      .waitFor();
+    expect(await page.getByText(/settles? it/).count()).toBe(0);
     const decided = await approvalOf(org, approval.id);
     expect(decided).toMatchObject({ status: 'approved', decidedBy: { type: 'user', id: reviewer.id, email: reviewer.email } });
     await page.getByRole('region', { name: 'Audit events of this approval' }).getByText('approval.approved').waitFor();
+    // The actor is named by email, as everywhere else, on this page and on the audit page.
+    const approvedRow = page.getByRole('row').filter({ hasText: 'approval.approved' });
+    await approvedRow.getByRole('cell', { name: reviewer.email, exact: true }).waitFor();
+    await page.getByRole('link', { name: 'Audit', exact: true }).click();
+    await page.getByRole('row').filter({ hasText: 'approval.approved' }).getByRole('cell', { name: reviewer.email, exact: true }).waitFor();
+    expect(await page.getByRole('cell', { name: /^member [0-9a-f]{8}$/ }).count()).toBe(0);
     await context.close();
   });
 
@@ -285,6 +328,57 @@ describe('deciding', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(`**/console/approvals/${third.id}`);
     await page.getByRole('heading', { name: 'triage-3' }).waitFor();
+    await context.close();
+  });
+});
+
+describe('inbox rows', () => {
+  it('show the payload summary, amount, agent and policy, a count, search and a scope filter; one-click approve only on a payload shown whole', async () => {
+    const { org, reviewer } = await organization();
+    const refund = await createApproval(org, 'refund', { amount: 4200, currency: 'EUR', customer: 'cus_42', reason: 'double charge' });
+    const long = await createApproval(org, 'bulk-export', { amount: 500, note: 'x'.repeat(200), rows: 12 });
+    const { context, page } = await signIn(browser, env, reviewer);
+    const list = page.getByRole('list', { name: 'Pending approvals' });
+    const refundRow = list.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'refund', exact: true }) });
+    await refundRow.waitFor();
+    expect(await refundRow.textContent()).toContain('€4,200.00');
+    // Every field, in the order the API returns them (PostgreSQL's jsonb order).
+    const summary = await refundRow.locator('.summary').textContent();
+    for (const part of ['amount: 4200', 'currency: "EUR"', 'customer: "cus_42"', 'reason: "double charge"'])
+      expect(summary).toContain(part);
+    expect(await refundRow.textContent()).toContain('agent billing-bot · policy refunds');
+    // Times are in the reader's zone, and name it.
+    expect(await refundRow.locator('.meta').textContent()).toMatch(/\d{1,2}:\d{2}:\d{2}\s?[AP]M (UTC|GMT[+-][\d:]+|[A-Z]{3,5})$/);
+    await page.getByText('2 pending', { exact: true }).waitFor();
+
+    // The long payload is cut on the row: it offers Review (the whole payload) instead of Approve, and `a` does nothing.
+    const longRow = list.getByRole('listitem').filter({ has: page.getByRole('link', { name: 'bulk-export', exact: true }) });
+    expect(await longRow.getByRole('button', { name: /^Approve/ }).count()).toBe(0);
+    await longRow.getByRole('link', { name: /^Review the whole payload of bulk-export/ }).waitFor();
+    expect(await longRow.locator('.summary').textContent()).toMatch(/…$/);
+    await page.locator('li[aria-current="true"]').getByRole('link', { name: 'bulk-export', exact: true }).waitFor();
+    await page.keyboard.press('a');
+    await page.waitForTimeout(300);
+    expect(await approvalOf(org, long.id)).toMatchObject({ status: 'pending' });
+
+    // Search reads the loaded rows: action, payload summary, agent and policy.
+    const search = page.getByRole('searchbox', { name: 'Search loaded requests' });
+    await search.fill('CUS_42');
+    expect(await inboxActions(page)).toEqual(['refund']);
+    await search.fill('no such thing');
+    await page.getByText('No loaded request matches “no such thing”.').waitFor();
+    await search.fill('');
+
+    await refundRow.getByRole('button', { name: /^Approve refund/ }).click();
+    await page.getByRole('status').filter({ hasText: 'Approved refund' }).waitFor();
+    expect(await approvalOf(org, refund.id)).toMatchObject({ status: 'approved' });
+    await page.getByText('1 pending', { exact: true }).waitFor();
+
+    // Every pending request, read-only: the server's filter changes, the rows offer no decision.
+    await page.getByLabel('Show').selectOption('all');
+    await list.getByRole('link', { name: 'bulk-export', exact: true }).waitFor();
+    expect(await list.getByRole('button').count()).toBe(0);
+    await screenshot(page, 'inbox-all-pending');
     await context.close();
   });
 });
@@ -642,23 +736,40 @@ describe('administration', () => {
 });
 
 describe('layout and accessibility', () => {
-  it('is usable 375 px wide, every control has an accessible name, and nothing comes from another origin, on every page', async () => {
+  /** Every console page of a signed-in admin, and a text that says it has loaded. */
+  async function consolePages() {
     const { org, admin } = await organization();
-    const approval = await createApproval(org, 'a-rather-long-action-name-for-a-phone-screen');
-    const { context, page } = await signIn(browser, env, admin, { width: 375, height: 740 });
+    const approval = await createApproval(org, 'a-rather-long-action-name-for-a-phone-screen', {
+      amount: 4200,
+      currency: 'EUR',
+      customer: 'cus_42',
+    });
+    await org
+      .asReviewer('post', `/v1/approvals/${(await createApproval(org, 'settled-one')).id}/decision`)
+      .send({ verdict: 'rejected' })
+      .expect(200);
+    await createMember(env, org, 'reviewer', 'a.member.with.a.rather.long.address@example-organization.test');
+    // Path, a text that says it has loaded, and the name of its screenshot.
+    const pages: [string, string, string][] = [
+      ['/', 'a-rather-long-action-name-for-a-phone-screen', 'inbox'],
+      [`/approvals/${approval.id}`, 'approval.created', 'approval'],
+      ['/history', 'a-rather-long-action-name-for-a-phone-screen', 'history'],
+      ['/audit', 'Data of event 1', 'audit'],
+      ['/policies', 'refunds', 'policies'],
+      ['/policies/refunds', 'Rule 0 condition (CEL)', 'policy-editor'],
+      ['/webhooks', 'No endpoints yet.', 'webhooks'],
+      ['/keys', 'New API key', 'keys'],
+      ['/members', 'a.member.with.a.rather.long.address@example-organization.test', 'members'],
+      ['/settings', 'Email me when a request waits for my decision', 'settings'],
+    ];
+    return { org, admin, approval, pages };
+  }
+
+  it('is usable 390 px wide: no sideways scrolling, named controls, Decide above the fold, readable members, nothing from another origin', async () => {
+    const { admin, approval, pages } = await consolePages();
+    const { context, page } = await signIn(browser, env, admin, { width: 390, height: 844 });
     const origins = new Set<string>();
     page.on('request', (request) => origins.add(new URL(request.url()).origin));
-    const pages: [string, string][] = [
-      ['/', 'a-rather-long-action-name-for-a-phone-screen'],
-      [`/approvals/${approval.id}`, 'approval.created'],
-      ['/history', 'a-rather-long-action-name-for-a-phone-screen'],
-      ['/audit', 'Data of event 1'],
-      ['/policies', 'refunds'],
-      ['/policies/refunds', 'Rule 0 condition (CEL)'],
-      ['/webhooks', 'No endpoints yet.'],
-      ['/members', admin.email],
-      ['/settings', 'Email me when a request waits for my decision'],
-    ];
     for (const [path, loaded] of pages) {
       await page.goto(`/console${path}`);
       await page.getByText(loaded).first().waitFor();
@@ -666,8 +777,44 @@ describe('layout and accessibility', () => {
       expect(await unnamedControls(page), path).toEqual([]);
     }
     expect([...origins]).toEqual([env.baseUrl]);
+
+    // The header takes little height, and an approval's decision is on the first screen.
+    await page.goto(`/console/approvals/${approval.id}`);
+    const header = (await page.locator('header.top').boundingBox())!;
+    expect(header.height).toBeLessThanOrEqual(120);
+    const decide = (await page.getByRole('button', { name: 'Approve', exact: true }).boundingBox())!;
+    expect(decide.y + decide.height).toBeLessThanOrEqual(844);
+    await screenshot(page, 'approval-phone', { fullPage: false });
+
+    // Members: the role select keeps its width, and an email breaks into lines of many characters.
+    await page.goto('/console/members');
+    const select = (await page.getByLabel(`Role of ${admin.email}`).boundingBox())!;
+    expect(select.width).toBeGreaterThanOrEqual(90);
+    const email = page.locator('td', { hasText: /^a\.member\.with\.a\.rather\.long/ });
+    const box = (await email.boundingBox())!;
+    expect(box.width).toBeGreaterThanOrEqual(120);
+    await screenshot(page, 'members-phone');
+
     await page.goto('/console/');
+    await page.getByText('a-rather-long-action-name-for-a-phone-screen').waitFor();
     await screenshot(page, 'inbox-phone');
     await context.close();
   });
+
+  for (const [name, viewport] of [
+    ['desktop', { width: 1200, height: 900 }],
+    ['390 px', { width: 390, height: 844 }],
+  ] as const) {
+    it(`has no serious or critical axe-core violation on any page (${name})`, async () => {
+      const { admin, pages } = await consolePages();
+      const { context, page } = await signIn(browser, env, admin, viewport);
+      for (const [path, loaded, shot] of pages) {
+        await page.goto(`/console${path}`);
+        await page.getByText(loaded).first().waitFor();
+        expect(await seriousAccessibilityViolations(page), path).toEqual([]);
+        await screenshot(page, `console-${shot}${name === 'desktop' ? '' : '-phone'}`);
+      }
+      await context.close();
+    });
+  }
 });

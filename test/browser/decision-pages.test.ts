@@ -68,6 +68,8 @@ describe('in Chromium', () => {
     page.on('console', (message) => message.text().includes('Content Security Policy') && violations.push(message.text()));
     await page.goto(pathOf(linksOf(mail.text).approve));
     await page.getByRole('heading', { name: 'Approve this request?' }).waitFor();
+    // The server does not know the reader's zone: UTC, said so, not raw ISO 8601.
+    await page.getByText(/^\d{1,2} \w{3} \d{4}, \d{2}:\d{2}:\d{2} UTC$/).waitFor();
     const button = page.getByRole('button', { name: 'Approve' });
     // The stylesheet applied: the button is green, so the style's CSP hash matched.
     // A string, evaluated in the page: this file is compiled without the DOM's types.

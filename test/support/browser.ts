@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { TestEnv } from './test-env.js';
@@ -71,6 +72,25 @@ export async function unnamedControls(page: Page): Promise<string[]> {
   return nodes
     .filter((node) => !node.ignored && named.has(node.role?.value ?? '') && !node.name?.value?.trim())
     .map((node) => node.role!.value);
+}
+
+const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * The serious and critical violations axe-core finds on the page as it is now, one line each (rule,
+ * elements). axe is evaluated through the DevTools protocol, which the console's CSP (no inline
+ * script) does not govern, so the page under test keeps its real policy.
+ */
+export async function seriousAccessibilityViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate('typeof axe !== "undefined"'))) await page.evaluate(await AXE_SOURCE);
+  const { passes, violations } = (await page.evaluate(
+    "axe.run(document).then((result) => ({ passes: result.passes.length, violations: result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')) })) }))",
+  )) as { passes: number; violations: { id: string; impact: string | null; targets: string[] }[] };
+  // A run that checked nothing would find nothing: refuse to read it as a clean page.
+  if (passes === 0) throw new Error('axe-core checked no rule on the page');
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.impact} ${violation.id}: ${violation.targets.join(', ')}`);
 }
 
 /** Whether the page is wider than the window (a phone would have to scroll sideways). */

@@ -1,6 +1,7 @@
 import type { Decider, KeyOwner } from '../../client/api-types';
 
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+/** The reader's own zone, named ("Nov 29, 2026, 2:05:09 AM GMT+1"): `long` is the time style that shows it. */
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'long' });
 
 export function formatTime(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '—';
@@ -24,29 +25,46 @@ export function formatDuration(ms: number): string {
     .join(' ');
 }
 
-export function describeDecider(decider: Decider | null): string {
+/** Member ids to emails (`useMemberEmails`); a member no longer listed is named by id. */
+type MemberEmails = ReadonlyMap<string, string>;
+const NO_EMAILS: MemberEmails = new Map();
+
+function describeMember(id: string, emails: MemberEmails): string {
+  return emails.get(id) ?? `member ${id.slice(0, 8)}`;
+}
+
+export function describeDecider(decider: Decider | null, emails: MemberEmails = NO_EMAILS): string {
   if (!decider) return '—';
   if (decider.type === 'user') return decider.email;
   if (decider.type === 'api_key')
-    return `API key ${decider.id.slice(0, 8)}${decider.owner ? ` (of ${describeKeyOwner(decider.owner)})` : ''}`;
+    return `API key ${decider.id.slice(0, 8)}${decider.owner ? ` (of ${describeKeyOwner(decider.owner, emails)})` : ''}`;
   return `policy ${decider.id}`;
 }
 
 /** Whose a key is: a member's or a service key's (a key without an owner is a service key). */
-export function describeKeyOwner(owner: KeyOwner): string {
-  return owner.type === 'user' ? `member ${owner.id.slice(0, 8)}` : `service key ${owner.id.slice(0, 8)}`;
+export function describeKeyOwner(owner: KeyOwner, emails: MemberEmails = NO_EMAILS): string {
+  return owner.type === 'user' ? describeMember(owner.id, emails) : `service key ${owner.id.slice(0, 8)}`;
 }
 
 /** The audit chain's actor string (`{"type":"user","id":"…"}`) in words. */
-export function describeActor(actor: string): string {
+export function describeActor(actor: string, emails: MemberEmails = NO_EMAILS): string {
   try {
     const { type, id } = JSON.parse(actor) as { type: string; id: string };
-    if (type === 'user') return `member ${id.slice(0, 8)}`;
+    if (type === 'user') return describeMember(id, emails);
     if (type === 'api_key') return `API key ${id.slice(0, 8)}`;
     return `${type} ${id}`;
   } catch {
     return actor;
   }
+}
+
+/**
+ * "1 approving vote settles it", "2 approving votes settle it"; null once the request is settled
+ * (approved, rejected, expired, escalated), where a quorum no longer decides anything.
+ */
+export function quorumText({ status, quorum }: { status: string; quorum: number }): string | null {
+  if (status !== 'pending') return null;
+  return quorum === 1 ? '1 approving vote settles it' : `${quorum} approving votes settle it`;
 }
 
 export function prettyJson(value: unknown): string {

@@ -12,7 +12,7 @@ import { useApprovalEvents } from '../hooks/approval-events';
 import { useMember } from '../hooks/session';
 import { useResource } from '../hooks/use-resource';
 import { auditEventsOf, policyVerdictOf, type PolicyVerdict } from '../lib/approval-audit';
-import { describeDecider, formatTime } from '../lib/format';
+import { describeDecider, formatTime, quorumText } from '../lib/format';
 
 export function ApprovalPage() {
   const { id = '' } = useParams();
@@ -87,8 +87,7 @@ export function ApprovalPage() {
         )}
         <dt>Votes</dt>
         <dd>
-          {view.votes.length === 0 ? 'none yet' : `${view.votes.length}`}; {view.quorum} approving vote{view.quorum === 1 ? '' : 's'} settle
-          it
+          {[view.votes.length === 0 ? 'none yet' : `${view.votes.length}`, quorumText(view)].filter(Boolean).join('; ')}
           {view.votes.length > 0 && (
             <ul className="votes">
               {view.votes.map((vote) => (

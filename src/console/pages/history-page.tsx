@@ -6,6 +6,7 @@ import { FilterField, FilterForm, useAppliedFilters } from '../components/filter
 import { ListEnd } from '../components/list-end';
 import { ProblemMessage } from '../components/problem-message';
 import { StatusBadge } from '../components/status-badge';
+import { useMemberEmails } from '../hooks/member-emails';
 import { usePages } from '../hooks/use-pages';
 import { describeDecider, formatTime } from '../lib/format';
 import { APPROVAL_STATUSES } from '../lib/vocabulary';
@@ -15,6 +16,7 @@ const FILTERS = ['status', 'action', 'agent', 'policyKey', 'from', 'to'] as cons
 
 /** Every approval, newest first, with the listing's filters (see docs/api.md). */
 export function HistoryPage() {
+  const emails = useMemberEmails();
   const filters = useAppliedFilters(FILTERS);
   const pages = usePages(
     async (cursor) => {
@@ -57,7 +59,7 @@ export function HistoryPage() {
             <td>{approval.agent ?? '—'}</td>
             <td>{approval.policyKey}</td>
             <td>{formatTime(approval.createdAt)}</td>
-            <td>{describeDecider(approval.decidedBy)}</td>
+            <td>{describeDecider(approval.decidedBy, emails)}</td>
           </tr>
         ))}
       </DataTable>

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import type { ApprovalListQuery, ApprovalView } from '../../client/api-types';
@@ -8,17 +8,33 @@ import { RejectDialog } from '../components/reject-dialog';
 import { TimeLeft } from '../components/time-left';
 import { useApprovalEvents } from '../hooks/approval-events';
 import { useErrorReporter, useMember } from '../hooks/session';
-import { formatTime } from '../lib/format';
+import { formatTime, quorumText } from '../lib/format';
 import { withFreshHead } from '../lib/approval-order';
+import { summarizePayload, type PayloadSummary } from '../lib/payload-summary';
 
 /**
- * What the inbox lists: the pending requests this member may decide and has not voted on yet
- * (the API's `decidable` filter applies the policies' reviewers, channels and self-approval
- * rules). A member who decides nothing (a viewer) sees every pending request, read-only. The
- * first page, the live refresh and "load more" all follow this query.
+ * What the inbox lists: by default the pending requests this member may decide and has not voted
+ * on yet (the API's `decidable` filter applies the policies' reviewers, channels and self-approval
+ * rules); "every pending request" drops that filter. A member who decides nothing (a viewer) sees
+ * every pending request, read-only. The first page, the live refresh and "load more" all follow
+ * this query.
  */
-function inboxQuery(canDecide: boolean): ApprovalListQuery {
-  return canDecide ? { status: 'pending', decidable: 'true' } : { status: 'pending' };
+type Scope = 'mine' | 'all';
+function inboxQuery(scope: Scope): ApprovalListQuery {
+  return scope === 'mine' ? { status: 'pending', decidable: 'true' } : { status: 'pending' };
+}
+
+interface Row {
+  approval: ApprovalView;
+  summary: PayloadSummary;
+  /** What the search box matches, lower-cased. */
+  haystack: string;
+}
+
+function toRow(approval: ApprovalView): Row {
+  const summary = summarizePayload(approval.payload);
+  const haystack = [approval.action, approval.agent ?? '', approval.policyKey, summary.text, summary.amount ?? ''].join(' ').toLowerCase();
+  return { approval, summary, haystack };
 }
 
 /** Live events arriving in a burst cost one refresh of the first page. */
@@ -28,8 +44,11 @@ const shortId = (approval: ApprovalView) => approval.id.slice(0, 8);
 
 export function InboxPage() {
   const { can } = useMember();
-  const canDecide = can('approvals:decide');
-  const query = inboxQuery(canDecide);
+  const [scope, setScope] = useState<Scope>(can('approvals:decide') ? 'mine' : 'all');
+  // Deciding from a row only where the list holds what this member may decide.
+  const canDecide = can('approvals:decide') && scope === 'mine';
+  const query = inboxQuery(scope);
+  const [search, setSearch] = useState('');
   const navigate = useNavigate();
   const report = useErrorReporter();
   const [items, setItems] = useState<ApprovalView[]>([]);
@@ -60,8 +79,8 @@ export function InboxPage() {
         setLoadError(error);
       }
     },
-    // The query follows the member's role, which a session keeps.
-    [report, canDecide],
+    // The query follows the scope chosen.
+    [report, scope],
   );
 
   useEffect(() => {
@@ -78,15 +97,19 @@ export function InboxPage() {
     onResync: () => void refreshHead(false),
   });
 
-  const current = items[Math.min(selected, items.length - 1)];
+  const allRows = useMemo(() => items.map(toRow), [items]);
+  const needle = search.trim().toLowerCase();
+  // Search reads the rows loaded so far: the API's filters match whole values only (docs/members-and-channels.md#the-console).
+  const rows = needle ? allRows.filter((row) => row.haystack.includes(needle)) : allRows;
+  const visible = rows.map((row) => row.approval);
+  const current = rows[Math.min(selected, rows.length - 1)];
   useEffect(() => {
-    if (selected >= items.length && items.length > 0) setSelected(items.length - 1);
-  }, [items.length, selected]);
+    if (selected >= rows.length && rows.length > 0) setSelected(rows.length - 1);
+  }, [rows.length, selected]);
 
   const removeDecided = (decided: ApprovalView, verb: string) => {
     setItems((list) => list.filter((approval) => approval.id !== decided.id));
-    const outcome =
-      decided.status === 'pending' ? `your vote is recorded; it needs ${decided.quorum} approving votes in all` : `now ${decided.status}`;
+    const outcome = decided.status === 'pending' ? `your vote is recorded; ${quorumText(decided)}` : `now ${decided.status}`;
     setNotice({ text: `${verb} ${decided.action} (${shortId(decided)}): ${outcome}.`, alert: false });
   };
 
@@ -113,10 +136,10 @@ export function InboxPage() {
   };
 
   const select = (index: number) => {
-    if (items.length === 0) return;
-    const next = Math.max(0, Math.min(items.length - 1, index));
+    if (visible.length === 0) return;
+    const next = Math.max(0, Math.min(visible.length - 1, index));
     setSelected(next);
-    rowLinks.current.get(items[next]!.id)?.focus();
+    rowLinks.current.get(visible[next]!.id)?.focus();
   };
 
   // j/k/a/r/enter triage, unless the reviewer is typing or a dialog is open.
@@ -125,12 +148,12 @@ export function InboxPage() {
       if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || rejecting) return;
       const target = event.target as HTMLElement;
       if (target.closest('input, textarea, select, dialog, [contenteditable="true"]')) return;
-      const position = Math.min(selected, items.length - 1);
+      const position = Math.min(selected, rows.length - 1);
       if (event.key === 'j') select(position + 1);
       else if (event.key === 'k') select(position - 1);
-      else if (event.key === 'a' && current && canDecide) void approve(current);
-      else if (event.key === 'r' && current && canDecide) setRejecting(current);
-      else if (event.key === 'Enter' && current && !target.closest('a, button')) navigate(`/approvals/${current.id}`);
+      else if (event.key === 'a' && current && canDecide && current.summary.complete) void approve(current.approval);
+      else if (event.key === 'r' && current && canDecide) setRejecting(current.approval);
+      else if (event.key === 'Enter' && current && !target.closest('a, button')) navigate(`/approvals/${current.approval.id}`);
       else return;
       event.preventDefault();
     };
@@ -138,10 +161,14 @@ export function InboxPage() {
     return () => document.removeEventListener('keydown', onKey);
   });
 
+  const countText = `${items.length}${nextCursor ? '+' : ''} pending`;
   return (
     <section aria-labelledby="inbox-title">
       <div className="page-head">
         <h1 id="inbox-title">Inbox</h1>
+        <span className="count" aria-label={`${countText} ${scope === 'mine' ? 'for your decision' : 'in all'}`}>
+          {countText}
+        </span>
         <span className={`stream stream-${streamState}`} role="status">
           {streamState === 'live' ? 'Live' : streamState === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
         </span>
@@ -149,8 +176,28 @@ export function InboxPage() {
       <p className="hint">
         {canDecide
           ? 'Requests waiting for your decision, newest first. Keys: j / k move, a approves, r rejects, Enter opens.'
-          : 'Every pending request, newest first. Your role reads them but does not decide. Keys: j / k move, Enter opens.'}
+          : 'Every pending request, newest first. Keys: j / k move, Enter opens.'}
       </p>
+      <div className="inbox-filters" role="search">
+        <label>
+          Search loaded requests
+          <input
+            type="search"
+            value={search}
+            onChange={(event) => setSearch(event.target.value)}
+            placeholder="action, payload, agent, policy"
+          />
+        </label>
+        {can('approvals:decide') && (
+          <label>
+            Show
+            <select value={scope} onChange={(event) => setScope(event.target.value as Scope)}>
+              <option value="mine">Waiting for my decision</option>
+              <option value="all">Every pending request (read-only)</option>
+            </select>
+          </label>
+        )}
+      </div>
       {notice && (
         <p className={notice.alert ? 'problem' : 'notice'} role={notice.alert ? 'alert' : 'status'}>
           {notice.text}
@@ -158,8 +205,13 @@ export function InboxPage() {
       )}
       <ProblemMessage error={loadError} />
       {loaded && items.length === 0 && <p className="empty">Nothing waits for {canDecide ? 'your' : 'a'} decision.</p>}
+      {loaded && items.length > 0 && rows.length === 0 && (
+        <p className="empty">
+          No loaded request matches “{search.trim()}”{nextCursor ? '; load more to search further.' : '.'}
+        </p>
+      )}
       <ol className="rows" aria-label="Pending approvals">
-        {items.map((approval, index) => (
+        {rows.map(({ approval, summary }, index) => (
           <li
             key={approval.id}
             className={index === selected ? 'row selected' : 'row'}
@@ -167,18 +219,22 @@ export function InboxPage() {
             onClick={() => setSelected(index)}
           >
             <div className="row-main">
-              <Link
-                to={`/approvals/${approval.id}`}
-                ref={(link) => {
-                  if (link) rowLinks.current.set(approval.id, link);
-                  else rowLinks.current.delete(approval.id);
-                }}
-                onFocus={() => setSelected(index)}
-              >
-                {approval.action}
-              </Link>
+              <span className="row-title">
+                <Link
+                  to={`/approvals/${approval.id}`}
+                  ref={(link) => {
+                    if (link) rowLinks.current.set(approval.id, link);
+                    else rowLinks.current.delete(approval.id);
+                  }}
+                  onFocus={() => setSelected(index)}
+                >
+                  {approval.action}
+                </Link>
+                {summary.amount && <strong className="amount">{summary.amount}</strong>}
+              </span>
+              <code className="summary">{summary.text}</code>
               <span className="meta">
-                {approval.agent ?? 'no agent'} · policy {approval.policyKey} · {formatTime(approval.createdAt)}
+                {approval.agent ? `agent ${approval.agent}` : 'no agent'} · policy {approval.policyKey} · {formatTime(approval.createdAt)}
               </span>
             </div>
             <span className="row-time">
@@ -186,9 +242,23 @@ export function InboxPage() {
             </span>
             {canDecide && (
               <span className="row-actions">
-                <button type="button" aria-label={`Approve ${approval.action} ${shortId(approval)}`} onClick={() => void approve(approval)}>
-                  Approve
-                </button>
+                {summary.complete ? (
+                  <button
+                    type="button"
+                    aria-label={`Approve ${approval.action} ${shortId(approval)}`}
+                    onClick={() => void approve(approval)}
+                  >
+                    Approve
+                  </button>
+                ) : (
+                  <Link
+                    className="button"
+                    to={`/approvals/${approval.id}`}
+                    aria-label={`Review the whole payload of ${approval.action} ${shortId(approval)}`}
+                  >
+                    Review
+                  </Link>
+                )}
                 <button
                   type="button"
                   className="danger"

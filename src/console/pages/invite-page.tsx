@@ -4,7 +4,7 @@ import { ApiError } from '../../client/api-client';
 import { api } from '../api';
 import { ProblemMessage } from '../components/problem-message';
 import { useSession } from '../hooks/session';
-import { useAction } from '../hooks/use-resource';
+import { useAction, useResource } from '../hooks/use-resource';
 
 /** /console/invite/:token: set a password (and a name), which accepts the invite and signs in. */
 export function InvitePage() {
@@ -14,6 +14,7 @@ export function InvitePage() {
   const [password, setPassword] = useState('');
   const [repeated, setRepeated] = useState('');
   const [accepted, setAccepted] = useState(false);
+  const invite = useResource(() => api.invites.preview({ token }), [token]);
   const accept = useAction(async () => {
     signedIn(await api.invites.accept({ token, password, ...(name.trim() ? { name: name.trim() } : {}) }));
     setAccepted(true);
@@ -22,7 +23,8 @@ export function InvitePage() {
   if (accepted) return <Navigate to="/" replace />;
   const mismatch = repeated !== '' && repeated !== password;
   const passwordError = accept.error instanceof ApiError ? accept.error.fieldError('password') : undefined;
-  const gone = accept.error instanceof ApiError && accept.error.status === 410;
+  const isGone = (error: unknown) => error instanceof ApiError && error.status === 410;
+  const gone = isGone(accept.error) || isGone(invite.error);
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -30,7 +32,14 @@ export function InvitePage() {
   };
   return (
     <main id="main" className="narrow">
-      <h1>Welcome to Approval Gate</h1>
+      <h1>{invite.data ? `Join ${invite.data.organization}` : 'Welcome to Approval Gate'}</h1>
+      {invite.data && (
+        <p>
+          You are invited to <strong>{invite.data.organization}</strong> on Approval Gate as <strong>{invite.data.role}</strong>, with the
+          email <strong>{invite.data.email}</strong>.
+        </p>
+      )}
+      {!gone && invite.error !== null && <ProblemMessage error={invite.error} />}
       <p>Choose a password to accept your invite. You are signed in right after.</p>
       <form onSubmit={submit} className="stack">
         <label>

@@ -6,6 +6,7 @@ import { CheckboxGroup } from '../components/checkbox-group';
 import { ConfirmDialog } from '../components/dialog';
 import { ProblemMessage } from '../components/problem-message';
 import { SecretOnce } from '../components/secret-once';
+import { useMemberEmails } from '../hooks/member-emails';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
 import { describeKeyOwner, formatTime } from '../lib/format';
@@ -15,6 +16,7 @@ import { DataTable } from '../components/data-table';
 export function KeysPage() {
   const { can, member } = useMember();
   const keys = useResource(() => api.keys.list(), []);
+  const emails = useMemberEmails();
   const [created, setCreated] = useState<ApiKeyCreated | null>(null);
   const [revoking, setRevoking] = useState<ApiKeyView | null>(null);
   const revoke = useAction(async (key: ApiKeyView) => {
@@ -41,7 +43,7 @@ export function KeysPage() {
                   ? 'service key'
                   : key.owner.type === 'user' && key.owner.id === member.id
                     ? 'you'
-                    : describeKeyOwner(key.owner)}
+                    : describeKeyOwner(key.owner, emails)}
             </td>
             <td>{formatTime(key.createdAt)}</td>
             <td>

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { formatUtc } from '../../lib/display-time.js';
 import { Html, html } from '../../lib/html.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import type { LinkOutcome, LinkState } from '../../modules/links/decision-link-service.js';
@@ -75,7 +76,7 @@ function facts(approval: ApprovalView): Html {
       ${row('Action', approval.action)}${row('Agent', approval.agent ?? '(not given)')}${row('Policy key', approval.policyKey)}${row(
         'On behalf of',
         approval.onBehalfOf,
-      )}${row('Expires at', approval.expiresAt)}${row('Request id', approval.id)}
+      )}${row('Expires at', approval.expiresAt && formatUtc(approval.expiresAt))}${row('Request id', approval.id)}
     </dl>
     <p><strong>Payload</strong></p>
     <pre>${shownPayload(approval.payload, PAGE_PAYLOAD_BYTES).text}</pre>

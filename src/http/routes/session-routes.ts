@@ -1,6 +1,12 @@
 import type { RequestHandler } from 'express';
 import type { MemberService, SignedIn } from '../../modules/members/member-service.js';
-import { inviteAcceptSchema, sessionViewSchema, signInSchema } from '../../modules/members/member-schemas.js';
+import {
+  inviteAcceptSchema,
+  invitePreviewInputSchema,
+  invitePreviewSchema,
+  sessionViewSchema,
+  signInSchema,
+} from '../../modules/members/member-schemas.js';
 import { slackLinkInputSchema, slackLinkPreviewSchema } from '../../modules/slack/slack-schemas.js';
 import { problemSchema } from '../problem-schema.js';
 import { defineRoute, type Reply } from '../route.js';
@@ -76,6 +82,18 @@ export function sessionRoutes(members: MemberService, cookieSettingGuards: reado
         await members.linkSlack(tenant, body.token);
         return { status: 204 };
       },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/invites/preview',
+      summary: 'What an invite joins (organization, role, email); nothing is used up',
+      auth: 'public',
+      body: invitePreviewInputSchema,
+      responses: {
+        200: { description: 'The invite is usable.', schema: invitePreviewSchema },
+        ...problemResponses(410, 422),
+      },
+      handler: async ({ body }) => ({ status: 200, body: await members.previewInvite(body.token) }),
     }),
     defineRoute({
       method: 'post',

@@ -67,6 +67,18 @@ export const inviteAcceptSchema = z
   .meta({ id: 'InviteAcceptInput' });
 export type InviteAcceptInput = z.output<typeof inviteAcceptSchema>;
 
+export const invitePreviewInputSchema = z.strictObject({ token: inviteAcceptSchema.shape.token }).meta({ id: 'InvitePreviewInput' });
+
+/** What an invite joins, shown on the invite page before a password is chosen (see docs/members-and-channels.md). */
+export const invitePreviewSchema = z
+  .object({
+    organization: z.string().meta({ description: "The organization's name." }),
+    role: z.enum(ROLES),
+    email: z.string().meta({ description: 'The email invited, which signs in afterwards.' }),
+  })
+  .meta({ id: 'InvitePreview' });
+export type InvitePreview = z.output<typeof invitePreviewSchema>;
+
 export const sessionViewSchema = z
   .object({
     member: memberViewSchema,

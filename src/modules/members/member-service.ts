@@ -16,7 +16,15 @@ import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import { keyEvent } from '../orgs/api-keys.js';
 import type { ApiKey } from '../orgs/org-store.js';
 import { ROLE_SCOPES, type MemberRole, type Tenant } from '../orgs/tenant.js';
-import type { InviteAcceptInput, MemberCreateInput, MemberUpdateInput, MemberView, SessionView, SignInInput } from './member-schemas.js';
+import type {
+  InviteAcceptInput,
+  InvitePreview,
+  MemberCreateInput,
+  MemberUpdateInput,
+  MemberView,
+  SessionView,
+  SignInInput,
+} from './member-schemas.js';
 import type { SlackLinkPreview } from '../slack/slack-schemas.js';
 import { MemberStore, type AdminGuarded, type Member, type MemberChanges, type NewSession } from './member-store.js';
 import { assertRoomToVerify, hashPassword, verifyPassword } from './passwords.js';
@@ -157,8 +165,7 @@ export class MemberService {
    */
   async acceptInvite(input: InviteAcceptInput): Promise<SignedIn> {
     const tokenHash = digestToken(input.token);
-    const gone = () => new GoneError('This invite is unknown, used or expired. Ask an admin of your organization for a new one.');
-    if (!(await this.store.inviteAcceptable(tokenHash, new Date()))) throw gone();
+    if (!(await this.store.invitePreview(tokenHash, new Date()))) throw inviteGone();
     const passwordHash = await hashPassword(input.password);
     const now = new Date();
     const session = newSession(now);
@@ -168,8 +175,15 @@ export class MemberService {
       { passwordHash, ...(input.name ? { name: input.name } : {}) },
       session.record,
     );
-    if (!member) throw gone();
+    if (!member) throw inviteGone();
     return session.signedIn(member);
+  }
+
+  /** What an invite joins (organization, role, email), without using it up. */
+  async previewInvite(token: string): Promise<InvitePreview> {
+    const preview = await this.store.invitePreview(digestToken(token), new Date());
+    if (!preview) throw inviteGone();
+    return preview;
   }
 
   /**
@@ -328,6 +342,10 @@ function memberIdOf(tenant: Tenant): string {
 
 function slackLinkGone(): GoneError {
   return new GoneError('This Slack link is unknown, used or expired. Press a button in Slack again for a new one.');
+}
+
+function inviteGone(): GoneError {
+  return new GoneError('This invite is unknown, used or expired. Ask an admin of your organization for a new one.');
 }
 
 function slackIdentityTaken(): ConflictError {

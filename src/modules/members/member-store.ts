@@ -9,6 +9,7 @@ import { revokeMemberKeys, type ApiKey } from '../orgs/org-store.js';
 import type { Scope } from '../orgs/tenant.js';
 import { SLACK_LINK_TOKEN_COLUMNS } from '../slack/slack-columns.js';
 import { MEMBER_COLUMNS, SESSION_COLUMNS } from './member-columns.js';
+import type { InvitePreview } from './member-schemas.js';
 
 export type { Member };
 
@@ -31,6 +32,11 @@ const SESSION_GRANT_COLUMNS = selectList({
   ...pickColumns(qualified('m', MEMBER_COLUMNS), ['email', 'role', 'orgId']),
   ...pickColumns(qualified('o', ORGANIZATION_COLUMNS), ['plan']),
 } satisfies ColumnMap<SessionGrant>);
+
+const INVITE_PREVIEW_COLUMNS = selectList({
+  organization: qualified('o', ORGANIZATION_COLUMNS).name,
+  ...pickColumns(qualified('m', MEMBER_COLUMNS), ['role', 'email']),
+} satisfies ColumnMap<InvitePreview>);
 
 /** A row of ag_claim_sign_in_attempt: the attempt counted, or when the email may try again. */
 interface SignInAttemptClaim {
@@ -189,15 +195,18 @@ export class MemberStore {
     });
   }
 
-  /** Whether a token is an unexpired invite of a member who has no password yet (nothing is changed). */
-  async inviteAcceptable(tokenHash: Uint8Array<ArrayBuffer>, now: Date): Promise<boolean> {
-    const rows = await this.sql.query<{ found: number }>(
-      'invite-acceptable',
-      `SELECT 1 AS found FROM member_invites i JOIN members m ON m.id = i.member_id
+  /**
+   * The organization, role and email of an unexpired invite of a member who has no password yet
+   * (nothing is changed); null otherwise.
+   */
+  async invitePreview(tokenHash: Uint8Array<ArrayBuffer>, now: Date): Promise<InvitePreview | null> {
+    const [row] = await this.sql.query<InvitePreview>(
+      'invite-preview',
+      `SELECT ${INVITE_PREVIEW_COLUMNS} FROM member_invites i JOIN members m ON m.id = i.member_id JOIN organizations o ON o.id = m.org_id
        WHERE i.token_hash = $1 AND i.expires_at > $2 AND m.password_hash IS NULL`,
       [Buffer.from(tokenHash), now],
     );
-    return rows.length > 0;
+    return row ?? null;
   }
 
   /**

@@ -1,3 +1,4 @@
+import { formatUtc } from '../../lib/display-time.js';
 import { html } from '../../lib/html.js';
 import type { MailMessage } from '../../lib/mailer.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
@@ -19,7 +20,7 @@ export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailM
     `Action:      ${approval.action}`,
     `Agent:       ${agent}`,
     `Policy key:  ${approval.policyKey}`,
-    `Expires at:  ${approval.expiresAt}`,
+    `Expires at:  ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(never)'}`,
     ...(approval.quorum > 1 ? [`Approvals:   ${approval.quorum} needed`] : []),
     '',
     'Payload:',
@@ -59,7 +60,7 @@ export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailM
           <h1 style="margin:0 0 16px;font-size:20px">Approval needed: ${approval.action}</h1>
           <p style="margin:0 0 16px">An agent asks to run <strong>${approval.action}</strong>, and you may decide it.</p>
           <table style="border-collapse:collapse;margin:0 0 16px;font-size:14px">
-            ${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${row('Expires at', approval.expiresAt ?? '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
+            ${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${row('Expires at', approval.expiresAt ? formatUtc(approval.expiresAt) : '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
           </table>
           <p style="margin:0 0 4px;font-weight:600;font-size:14px">Payload</p>
           <pre

@@ -1,3 +1,4 @@
+import { formatUtc } from '../../lib/display-time.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 
 /** Payloads are shown up to this many bytes of pretty-printed JSON in a notice (see docs/members-and-channels.md). */
@@ -37,16 +38,17 @@ export function describeOutcome(approval: ApprovalView): string {
   switch (approval.status) {
     case 'approved':
     case 'rejected':
-      return `${approval.status === 'approved' ? 'Approved' : 'Rejected'} by ${describeDecider(approval)} at ${approval.decidedAt}.`;
+      return `${approval.status === 'approved' ? 'Approved' : 'Rejected'} by ${describeDecider(approval)} at ${approval.decidedAt ? formatUtc(approval.decidedAt) : '(unknown)'}.`;
     case 'expired':
       return 'Expired: nobody decided it in time.';
     case 'escalated':
       return `Escalated: nobody decided it in time, so it went on as request ${approval.escalatedTo ?? '(unknown)'}.`;
     case 'pending': {
       const approvals = approval.votes.filter((vote) => vote.verdict === 'approved');
-      if (approvals.length === 0) return `Waiting for a decision until ${approval.expiresAt}.`;
+      if (approvals.length === 0)
+        return `Waiting for a decision until ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(no deadline)'}.`;
       const who = approvals.map((vote) => describeDecider({ decidedBy: vote.by })).join(', ');
-      return `${approvals.length} of ${approval.quorum} approvals so far (${who}); waiting until ${approval.expiresAt}.`;
+      return `${approvals.length} of ${approval.quorum} approvals so far (${who}); waiting until ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(no deadline)'}.`;
     }
   }
 }
