@@ -61,7 +61,7 @@ async function requestApproval(
     .request('post', '/v1/approvals')
     .send({ action: 'refund', payload, policyKey, agent: 'billing-bot', ...extra })
     .expect(201);
-  return res.body as { id: string; expiresAt: string; status: string };
+  return res.body as { id: string; expiresAt: string; status: string; revision: number };
 }
 
 const mailsAbout = (approvalId: string) => smtp.received.filter((mail) => mail.text.includes(`/console/approvals/${approvalId}`));

@@ -412,7 +412,7 @@ describe('every message posted for an approval follows it', () => {
   it('after a decision through an email link', async () => {
     const approval = await requestApproval();
     await postedFor(approval.id);
-    const view = (await status(approval.id)) as { id: string; expiresAt: string };
+    const view = (await status(approval.id)) as { id: string; expiresAt: string; revision: number };
     const links = await env.services.decisionLinks.issue(org.orgId, view, carol.id);
     expect((await confirmLink(env, links.reject, 'too much')).status).toBe(200);
     await settledMessage(approval.id, `Rejected by ${carol.email}`);
@@ -450,7 +450,7 @@ describe('one approval decided at the same moment in the console, by a link and 
     for (let round = 0; round < 3; round++) {
       const approval = await requestApproval();
       await postedFor(approval.id);
-      const view = (await status(approval.id)) as { id: string; expiresAt: string };
+      const view = (await status(approval.id)) as { id: string; expiresAt: string; revision: number };
       const links = await env.services.decisionLinks.issue(org.orgId, view, carol.id);
       const page = await env.http.get(pathOf(links.approve)).expect(200);
 

@@ -75,6 +75,9 @@ function outcomeOf(approval: ApprovalView, askedPayloadHash: string | null = nul
     settled: approval.status !== 'pending',
     verdict: approved || approval.status === 'rejected' ? approval.status : null,
     feedback: approval.feedback,
+    ...(approval.status === 'changes_requested'
+      ? { suggestedPayload: approval.suggestedPayload ?? null, revision: approval.revision }
+      : {}),
     payload: approved ? approval.payload : null,
     edited,
     decidedBy: approval.decidedBy,
@@ -95,6 +98,8 @@ function instructionFor(outcome: ReturnType<typeof outcomeOf>, waitedSeconds?: n
         : 'Approved: execute the action with `payload`.';
     case 'rejected':
       return `Rejected: do not execute the action.${outcome.feedback ? ` The reviewer said: ${outcome.feedback}` : ''}`;
+    case 'changes_requested':
+      return `Changes requested: do not execute the action. The reviewer said: ${outcome.feedback}${outcome.suggestedPayload ? ' (`suggestedPayload` is the payload they would accept)' : ''}. Revise the payload as asked and call revise_approval with approvalId, the revised payload and a note on what you changed; or, if you cannot, do not execute the action.`;
     case 'expired':
       return 'Expired without a decision: do not execute the action.';
     case 'escalated':

@@ -24,6 +24,8 @@ export const APPROVAL_FEED_TYPES = [
   'approval.escalated',
   'approval.orphaned',
   'approval.vote_recorded',
+  'approval.changes_requested',
+  'approval.revised',
 ] as const satisfies readonly AuditEventType[];
 
 /** More missed events than this on a reconnect: the client is told to read the state afresh instead. */
@@ -40,7 +42,10 @@ function statusAfter(type: AuditEventType, data: Record<string, unknown>): Appro
       return 'expired';
     case 'approval.escalated':
       return 'escalated';
+    case 'approval.changes_requested':
+      return 'changes_requested';
     case 'approval.created':
+    case 'approval.revised':
       return (data.status as ApprovalStatus | undefined) ?? (data.outcome === 'allow' ? 'approved' : 'pending');
     default:
       return 'pending';

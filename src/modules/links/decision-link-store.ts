@@ -9,6 +9,8 @@ export interface NewDecisionLink {
   approvalId: string;
   memberId: string;
   verdict: LinkVerdict;
+  /** The approval's revision the link was sent for. */
+  revision: number;
   nonce: string;
   expiresAt: Date;
 }
@@ -21,6 +23,7 @@ export interface DecisionLinkRecord {
   memberEmail: string;
   memberRole: MemberRole;
   verdict: LinkVerdict;
+  revision: number;
   nonce: string;
   expiresAt: Date;
   usedAt: Date | null;
@@ -32,17 +35,19 @@ export class DecisionLinkStore {
 
   /**
    * Stores a link, replacing an unused one of the same approval, member and verdict (a mail sent
-   * again after a failure that proves the first never left carries new tokens).
+   * again after a failure that proves the first never left carries new tokens), or one, used or
+   * not, of an earlier revision (a revised request is mailed again, with links of its own).
    */
   async save(link: NewDecisionLink): Promise<void> {
     await this.sql.query(
       'decision-link-save',
-      `INSERT INTO decision_links (token_hash, org_id, approval_id, member_id, verdict, nonce, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO decision_links (token_hash, org_id, approval_id, member_id, verdict, nonce, expires_at, revision)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (approval_id, member_id, verdict) DO UPDATE
-         SET token_hash = EXCLUDED.token_hash, nonce = EXCLUDED.nonce, expires_at = EXCLUDED.expires_at, created_at = clock_timestamp()
-         WHERE decision_links.used_at IS NULL`,
-      [Buffer.from(link.tokenHash), link.orgId, link.approvalId, link.memberId, link.verdict, link.nonce, link.expiresAt],
+         SET token_hash = EXCLUDED.token_hash, nonce = EXCLUDED.nonce, expires_at = EXCLUDED.expires_at, created_at = clock_timestamp(),
+             revision = EXCLUDED.revision, used_at = NULL
+         WHERE decision_links.used_at IS NULL OR decision_links.revision < EXCLUDED.revision`,
+      [Buffer.from(link.tokenHash), link.orgId, link.approvalId, link.memberId, link.verdict, link.nonce, link.expiresAt, link.revision],
     );
   }
 
@@ -50,7 +55,7 @@ export class DecisionLinkStore {
     const [row] = await this.sql.query<DecisionLinkRecord>(
       'decision-link-find',
       `SELECT l.org_id AS "orgId", l.approval_id AS "approvalId", l.member_id AS "memberId", m.email AS "memberEmail",
-              m.role AS "memberRole", l.verdict, l.nonce, l.expires_at AS "expiresAt", l.used_at AS "usedAt"
+              m.role AS "memberRole", l.verdict, l.revision, l.nonce, l.expires_at AS "expiresAt", l.used_at AS "usedAt"
        FROM decision_links l JOIN members m ON m.id = l.member_id
        WHERE l.token_hash = $1`,
       [Buffer.from(tokenHash)],

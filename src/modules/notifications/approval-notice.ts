@@ -38,6 +38,8 @@ export function describeOutcome(approval: ApprovalView): string {
     case 'approved':
     case 'rejected':
       return `${approval.status === 'approved' ? 'Approved' : 'Rejected'} by ${describeDecider(approval)} at ${approval.decidedAt}.`;
+    case 'changes_requested':
+      return `Changes requested by ${describeDecider(approval)} at ${approval.decidedAt}: ${approval.feedback}`;
     case 'expired':
       return 'Expired: nobody decided it in time.';
     case 'escalated':
