@@ -82,7 +82,7 @@ describe('the reference page in Chromium', () => {
 
     await page.goto('/docs');
     await page.getByText('Create an approval request; the policy is evaluated at once').first().waitFor();
-    await page.getByText('Approve or reject a pending approval').first().waitFor();
+    await page.getByText('Approve, reject or request changes of a pending approval').first().waitFor();
     expect(await page.title()).toBe('Approval Gate API reference');
     // The whole document is long: the first screen shows what the page is.
     await screenshot(page, 'api-reference', { fullPage: false });
