@@ -157,6 +157,10 @@ describe('the approval mail', () => {
       .asReviewer('post', `/v1/approvals/${approval.id}/decision`)
       .send({ verdict: 'changes_requested', feedback: 'Less, please.' })
       .expect(200);
+    // Settled by the request for changes: the link shows it, and no longer decides.
+    const settled = await env.http.get(pathOf(firstLinks.approve)).expect(200);
+    expect(settled.text).toContain('Changes requested by');
+    expect((await confirmLink(env, firstLinks.reject)).status).toBe(409);
     await org
       .request('post', `/v1/approvals/${approval.id}/revisions`)
       .send({ payload: { amount: 250 }, note: 'Halved.' })
