@@ -9,7 +9,10 @@ RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json prisma.config.ts ./
 COPY src ./src
 COPY workers ./workers
-RUN npm run build && npm prune --omit=dev
+# Optional dependencies go too: the prisma CLI and its tree (an optional peer of @prisma/client, which
+# npm keeps otherwise; migrations run on @prisma/schema-engine-wasm), pg-cloudflare, and msgpackr's
+# native accelerator (it runs in JavaScript without it). See docs/decisions.md.
+RUN npm run build && npm prune --omit=dev --omit=optional
 
 FROM node:22-bookworm-slim
 WORKDIR /app

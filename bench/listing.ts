@@ -27,7 +27,7 @@ import { decodeListCursor, encodeListCursor } from '../src/modules/approvals/lis
 import { OrgService } from '../src/modules/orgs/org-service.js';
 import { SCOPES } from '../src/modules/orgs/tenant.js';
 import { formatTable, round, stats, verdict, type Stats } from './lib/figures.js';
-import { createOrgs, databaseUrl, deleteRedisKeys, dropDatabase, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
+import { BENCH_ACTOR, createOrgs, databaseUrl, deleteRedisKeys, dropDatabase, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
 import { expectJson } from './lib/http.js';
 import { epochMs, machineCpuMs, processCpuMs } from './lib/proc-stats.js';
 import { startWebServer } from './lib/processes.js';
@@ -212,8 +212,8 @@ async function reuseDatabase(): Promise<{ dbUrl: string; big: BenchOrg; inbox: B
       const [big, inbox] = await Promise.all(
         rows.map(async (row) => ({
           orgId: row.id,
-          key: (await orgs.createApiKey({ orgId: row.id, scopes: [...SCOPES], name: 'bench' })).key,
-          reviewerKey: (await orgs.createApiKey({ orgId: row.id, scopes: [...SCOPES], name: 'bench reviewer' })).key,
+          key: (await orgs.createApiKey({ orgId: row.id, scopes: [...SCOPES], name: 'bench' }, BENCH_ACTOR)).key,
+          reviewerKey: (await orgs.createApiKey({ orgId: row.id, scopes: [...SCOPES], name: 'bench reviewer' }, BENCH_ACTOR)).key,
         })),
       );
       log(`reusing ${DATABASE} (BENCH_KEEP=1): ${APPROVALS} + ${INBOX_PENDING} approvals`);

@@ -94,13 +94,31 @@ const environmentSchema = z.object({
   /** At most one Slack message (post or update) per channel this often, across all workers (Slack allows about one a second). */
   SLACK_MESSAGE_INTERVAL_MS: positiveInt.default(1_000),
   /**
-   * 32 random bytes, base64: seals integration secrets (Slack's bot token and signing secret) at
-   * rest with AES-256-GCM. Without it no Slack workspace can be connected.
+   * 32 random bytes, base64: seals the secrets the service reads back (Slack's bot token and
+   * signing secret, webhook signing secrets) at rest with AES-256-GCM. Without it no Slack
+   * workspace can be connected, and webhook secrets are stored as they are.
    */
   SECRETS_ENCRYPTION_KEY: z
     .string()
-    .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .refine(isSecretsKey, 'SECRETS_ENCRYPTION_KEY must be 32 random bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
+  /**
+   * Keys that sealed secrets before SECRETS_ENCRYPTION_KEY, comma-separated: read for opening only,
+   * until `secrets:reseal` has sealed everything under the current key (docs/operations.md).
+   */
+  SECRETS_ENCRYPTION_KEYS_OLD: z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((key) => key.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (keys) => keys.every(isSecretsKey),
+      'SECRETS_ENCRYPTION_KEYS_OLD must be a comma-separated list of keys of 32 random bytes, base64-encoded',
+    )
+    .default([]),
   /** Basic-auth credentials of Bull Board at /admin/queues; it is not mounted without both. */
   ADMIN_USER: z.string().min(1).optional(),
   ADMIN_PASSWORD: z.string().min(1).optional(),
@@ -141,6 +159,11 @@ const environmentSchema = z.object({
   AUDIT_CHECKPOINT_SECONDS: positiveInt.default(300),
 });
 
+/** A key of SECRETS_ENCRYPTION_KEY: 32 bytes in standard base64, which Buffer.from alone would take from any text. */
+function isSecretsKey(value: string): boolean {
+  return /^[A-Za-z0-9+/]{43}=$/.test(value) && Buffer.from(value, 'base64').length === 32;
+}
+
 /** Bull Board's password is the one credential a guess can try from anywhere; production needs a real one. */
 const ADMIN_PASSWORD_MIN_PRODUCTION = 12;
 
@@ -156,6 +179,10 @@ const configSchema = environmentSchema
       when: () => true,
     },
   )
+  .refine((env) => env.SECRETS_ENCRYPTION_KEY !== undefined || env.SECRETS_ENCRYPTION_KEYS_OLD.length === 0, {
+    path: ['SECRETS_ENCRYPTION_KEYS_OLD'],
+    message: 'SECRETS_ENCRYPTION_KEYS_OLD needs SECRETS_ENCRYPTION_KEY: the old keys only open what the current one reseals',
+  })
   .transform((env) => ({
     ...env,
     PUBLIC_URL: (env.PUBLIC_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, ''),

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadConfig } from './config.js';
-import { describeDemo, prepareDemo } from './cli/demo-seed.js';
+import { demoEnvironment, describeDemo, prepareDemo } from './cli/demo-seed.js';
 import { parseProcfile, runToEnd, runTogether } from './cli/procfile.js';
 import { listen, PortInUseError } from './lib/listen.js';
 import { createLogger } from './lib/logger.js';
@@ -31,7 +31,7 @@ const releaseCode = await runToEnd(processTypes.get('release')!);
 if (releaseCode !== 0) process.exit(releaseCode);
 
 const services = await createServices(config, createLogger({ ...config, LOG_LEVEL: 'warn' }, 'dev'), 'cli');
-const demo = await prepareDemo(services, DEMO_FILE);
+const demo = await prepareDemo(services, DEMO_FILE, demoEnvironment(config));
 await services.close();
 console.log(describeDemo(demo, { file: DEMO_FILE, port: config.PORT }));
 

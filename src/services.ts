@@ -13,6 +13,7 @@ import { slackEphemeralJob } from './jobs/slack-ephemeral.js';
 import { BackgroundWork, ENQUEUE_HINT_TIMEOUT_MS } from './lib/background-work.js';
 import type { Logger } from './lib/logger.js';
 import { UnavailableError } from './lib/errors.js';
+import { Mailbox } from './lib/mailbox.js';
 import { createMailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
 import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
@@ -33,10 +34,11 @@ import { PolicyService } from './modules/policies/policy-service.js';
 import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
 import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
-import { SecretBox } from './lib/secret-box.js';
+import { secretBoxOf } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
 import { DeliveryStore } from './modules/webhooks/delivery-store.js';
 import { EndpointSlots } from './modules/webhooks/endpoint-slots.js';
+import { WebhookSecrets } from './modules/webhooks/webhook-secrets.js';
 import { WebhookService } from './modules/webhooks/webhook-service.js';
 import { allowsPrivateWebhookUrls } from './modules/webhooks/webhook-url-guard.js';
 
@@ -53,6 +55,8 @@ export type ProcessRole = 'web' | 'worker' | 'cli';
 export interface Services extends ConsumerContext {
   redis: Redis;
   settlements: ApprovalSettlements;
+  /** The mail kept instead of sent, outside production (null in production). */
+  mailbox: Mailbox | null;
   outboxSignal: OutboxSignal;
   /** The consumers the relay hands domain events to (src/consumers/registry.ts). */
   consumers: readonly EventConsumer<any>[];
@@ -100,7 +104,9 @@ export async function createServices(
   await Promise.all([settlements.start(), approvalFeed.start()]);
   const outboxSignal = new OutboxSignal(redis, config.REDIS_PREFIX, background);
   const jobs = new JobQueues(redis, config.REDIS_PREFIX, logger, jobsFor(consumers));
-  const mailer = createMailer(config, logger);
+  // Development keeps unsent mail for the mailbox page; production never does (see docs/development.md).
+  const mailbox = config.NODE_ENV === 'production' ? null : new Mailbox(redis, config.REDIS_PREFIX);
+  const mailer = createMailer(config, logger, mailbox);
   const metrics = new Metrics(role);
   const outbox = new OutboxStore(db, sql);
   metrics.onScrape(async () => metrics.outboxLag.set(await outbox.lagSeconds()));
@@ -132,14 +138,17 @@ export async function createServices(
     },
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
+  const secrets = secretBoxOf(config);
+  const webhookSecrets = new WebhookSecrets(secrets);
   const slots = new EndpointSlots(redis, config.REDIS_PREFIX, config.WEBHOOK_ENDPOINT_CONCURRENCY, config.WEBHOOK_SLOT_HOLD_MS);
   const deliveries = new DeliveryService(new DeliveryStore(db, sql), slots, jobs.producer(webhookDeliveryJob), metrics, logger, {
     allowPrivate,
     concurrency: config.WEBHOOK_DELIVERY_CONCURRENCY,
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
+    secrets: webhookSecrets,
   });
-  const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate });
+  const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate, secrets: webhookSecrets });
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
     data,
@@ -150,7 +159,6 @@ export async function createServices(
       exportRetentionHours: config.EXPORT_RETENTION_HOURS,
     },
   );
-  const secrets = config.SECRETS_ENCRYPTION_KEY ? SecretBox.fromBase64(config.SECRETS_ENCRYPTION_KEY) : null;
   const slack = new SlackService(db, { apiUrl: config.SLACK_API_URL, secrets }, { outboxSignal, logger });
   const slackInteractions = new SlackInteractions({
     slack,
@@ -175,6 +183,7 @@ export async function createServices(
     consumerTasks: new ConsumerTaskStore(sql),
     jobs,
     mailer,
+    mailbox,
     metrics,
     orgs,
     members,

@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { launchBrowser, openContext, screenshot } from './support/browser.js';
+import { launchBrowser, openContext, screenshot, PAGE_LOAD_TIMEOUT_MS } from './support/browser.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -81,7 +81,8 @@ describe('the reference page in Chromium', () => {
     });
 
     await page.goto('/docs');
-    await page.getByText('Create an approval request; the policy is evaluated at once').first().waitFor();
+    // Swagger UI renders the operations once its bundle (megabytes) has run: a page load, not a step.
+    await page.getByText('Create an approval request; the policy is evaluated at once').first().waitFor({ timeout: PAGE_LOAD_TIMEOUT_MS });
     await page.getByText('Approve, reject or request changes of a pending approval').first().waitFor();
     expect(await page.title()).toBe('Approval Gate API reference');
     // The whole document is long: the first screen shows what the page is.
@@ -90,5 +91,5 @@ describe('the reference page in Chromium', () => {
     expect(elsewhere).toEqual([]);
     expect(violations).toEqual([]);
     await context.close();
-  }, 60_000);
+  }, 120_000);
 });

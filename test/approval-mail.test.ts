@@ -437,7 +437,7 @@ describe('a worker killed while it sends', () => {
       await local.close();
       await holding.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   it('sends again a mail the server refused, and only that one', async () => {
     let refusals = 0;

@@ -19,7 +19,7 @@ import { spawnWorker } from './support/worker-process.js';
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
-}, 60_000);
+}, 120_000);
 
 function newKey(): { privateKey: KeyObject; env: string } {
   const { privateKey } = generateKeyPairSync('ed25519');
@@ -380,7 +380,7 @@ describe('signed audit checkpoints', () => {
       return received.size === 3 ? [...received].sort((a, b) => a - b) : null;
     }, 20_000);
     expect(seqs).toEqual([5, 10, 15]);
-  }, 40_000);
+  }, 120_000);
 
   it('npm run cli -- audit:keygen makes a key the service accepts', async () => {
     const env = await createTestEnv();

@@ -111,5 +111,5 @@ describe(`a chain of ${EVENTS} events`, () => {
     expect(await verify()).toMatchObject({ intact: false, brokenAtSeq: 100_000 });
     await tamper(`UPDATE audit_events SET data = replace(data, '"amount":42', '"amount":43') WHERE org_id = $1::uuid AND seq = 42`);
     expect(await verify()).toMatchObject({ intact: false, count: EVENTS - 3, brokenAtSeq: 42 });
-  }, 60_000);
+  }, 120_000);
 });

@@ -18,7 +18,7 @@ const EVENTS = 150_000;
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
-}, 60_000);
+}, 120_000);
 
 interface ExportStatus {
   id: string;
@@ -199,7 +199,7 @@ describe('exports stored in PostgreSQL (no EXPORT_DIR)', () => {
 
     expect(await progressOf(env, recent)).toMatchObject({ status: 'completed', chunks: 1 });
     await small.request('get', `/v1/audit/exports/${recent}/download`).expect(200);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('exports in EXPORT_DIR', () => {

@@ -32,6 +32,14 @@ describe('bootstrap CLI', () => {
 
     const key = await cli('key:create', '--org', orgId!, '--scopes', 'policies:read,approvals:read', '--name', 'ci');
     expect(key.key).toMatch(/^agk_[A-Za-z0-9_-]{43}$/);
+    // Its creation is audited, by the CLI: every key's maker is on record (docs/members-and-channels.md#principals).
+    const [created] = await env.services.db.auditEvent.findMany({ where: { orgId: orgId!, type: 'key.created' } });
+    expect(JSON.parse(created!.actor)).toEqual({ type: 'system', id: 'cli' });
+    expect(JSON.parse(created!.data)).toMatchObject({ keyId: key.id, scopes: ['policies:read', 'approvals:read'], owner: null });
+    expect(await env.services.db.apiKey.findUniqueOrThrow({ where: { id: key.id! } })).toMatchObject({
+      ownerType: null,
+      ownerUnknown: false,
+    });
     await env.http.get('/v1/policies').set('authorization', `Bearer ${key.key}`).expect(200);
     await env.http.post('/v1/approvals').set('authorization', `Bearer ${key.key}`).send({}).expect(403);
 
@@ -79,5 +87,30 @@ describe('bootstrap CLI', () => {
     ).catch((error: { code: number; stdout: string; stderr: string }) => error);
     expect(failed).toMatchObject({ code: 1, stdout: '' });
     expect((failed as { stderr: string }).stderr).toMatch(/No organization with id 'x'/);
+  });
+
+  it.each([
+    [
+      'a database that does not exist',
+      (url: URL) => (url.pathname = '/approval_gate_nowhere'),
+      /database "approval_gate_nowhere" does not exist/,
+    ],
+    ['a port nothing listens on', (url: URL) => (url.port = '1'), /ECONNREFUSED/],
+    [
+      'a role that does not exist, its password hidden',
+      (url: URL) => ((url.username = 'nobody'), (url.password = 'hunter2')),
+      /nobody:\*\*\*@.*role "nobody" does not exist/,
+    ],
+  ])('names %s in one line, without a stack trace', async (_what, spoil, reason) => {
+    const url = new URL(env.config.DATABASE_URL);
+    spoil(url);
+    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'org:create', '--name', 'x', '--plan', 'pro'], {
+      env: { ...process.env, DATABASE_URL: url.toString() },
+    }).catch((error: { code: number; stdout: string; stderr: string }) => error);
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    const { stderr } = failed as { stderr: string };
+    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^Cannot use the database postgresql:\/\//)]);
+    expect(stderr).toMatch(reason);
+    expect(stderr).not.toContain('hunter2');
   });
 });

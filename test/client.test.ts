@@ -187,7 +187,7 @@ describe('requestApproval', () => {
       await outage.close();
       await proxy.close();
     }
-  }, 40_000);
+  }, 120_000);
 
   it('gives up after its retry budget with the 503 as an ApiError', async () => {
     const proxy = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
@@ -203,7 +203,7 @@ describe('requestApproval', () => {
       await outage.close();
       await proxy.close();
     }
-  }, 30_000);
+  }, 120_000);
 });
 
 describe('request changes', () => {

@@ -9,7 +9,7 @@ import { eventually } from './support/eventually.js';
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
-}, 60_000);
+}, 120_000);
 
 /** An app whose every database connection goes through a proxy the test can break. */
 async function setUp(overrides: Record<string, string> = {}) {
@@ -97,5 +97,5 @@ describe('PostgreSQL unreachable', () => {
     const ids = receiver.at('/hook').map((delivery) => delivery.body.id as string);
     // At least once: a retry repeats an event id, never a new one for the same change.
     expect(new Set(ids).size).toBe(expected.length);
-  }, 45_000);
+  }, 120_000);
 });

@@ -15,7 +15,7 @@ import { spawnWorker } from './support/worker-process.js';
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
-}, 60_000);
+}, 120_000);
 
 async function setUp(): Promise<{ env: TestEnv; org: TestOrg }> {
   const env = await createTestEnv({ WEBHOOK_BACKOFF_SCALE: '0.001' });
@@ -83,7 +83,7 @@ describe('first attempts many to a job', () => {
     }
     const rows = await env.services.db.webhookDelivery.findMany({ where: { orgId: org.orgId }, include: { attempts: true } });
     expect(rows.map((row) => [row.attemptCount, row.attempts.length])).toEqual(paths.map(() => [1, 1]));
-  }, 60_000);
+  }, 120_000);
 
   it("holds an endpoint's concurrency limit across two worker processes", async () => {
     const { env, org } = await setUp();
@@ -126,5 +126,5 @@ describe('first attempts many to a job', () => {
     expect(seen.size).toBe(2);
     expect(mostInFlight).toBe(3);
     expect(received.sort()).toEqual(ids.sort());
-  }, 60_000);
+  }, 120_000);
 });

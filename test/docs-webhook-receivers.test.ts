@@ -161,5 +161,5 @@ describe.each([
     await eventually(() => lines(/^rejected: /gm) === 4);
     expect(lines(/^accepted /gm)).toBe(1);
     proxy.close();
-  }, 60_000);
+  }, 120_000);
 });

@@ -163,9 +163,9 @@ describe('endpoint-disabled', () => {
 });
 
 describe('mailer', () => {
-  it('logs the recipients and subject when SMTP_URL is not set, and the text only at debug level', async () => {
+  it('in production without SMTP_URL, logs the recipients and subject, and the text (its links are credentials) only at debug level', async () => {
     const logger = env.services.logger.child({ test: 'unsent-mail' }, { level: 'debug' });
-    const mailer = createMailer({ MAIL_FROM: env.config.MAIL_FROM }, logger);
+    const mailer = createMailer({ MAIL_FROM: env.config.MAIL_FROM, NODE_ENV: 'production' }, logger);
     const { approvalId, eventId } = await createOrphan(org, 'drop-table', 'schema-changes');
     await processOrphan(org.orgId, approvalId, eventId, { ...env.services, mailer });
 
@@ -184,7 +184,7 @@ describe('mailer', () => {
 
   it('rejects when the SMTP server refuses, so the job is retried', async () => {
     const refusing = await startSmtpServer({ refuseRecipients: true });
-    const mailer = createMailer({ SMTP_URL: refusing.url, MAIL_FROM: env.config.MAIL_FROM }, env.services.logger);
+    const mailer = createMailer({ SMTP_URL: refusing.url, MAIL_FROM: env.config.MAIL_FROM, NODE_ENV: 'test' }, env.services.logger);
     try {
       const { approvalId, eventId } = await createOrphan(org, 'wire-money', 'payments');
       await expect(processOrphan(org.orgId, approvalId, eventId, { ...env.services, mailer })).rejects.toThrow(/550|rejected/i);

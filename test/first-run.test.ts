@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeDemo, prepareDemo } from '../src/cli/demo-seed.js';
 import { runTogether } from '../src/cli/procfile.js';
+import { SCOPES } from '../src/modules/orgs/tenant.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -38,7 +39,15 @@ describe('the demo organization of npm run dev', () => {
 
     const banner = describeDemo(second, { file: '.approval-gate-dev.json', port: 3000 });
     expect(banner).toContain(`reused from .approval-gate-dev.json`);
-    expect(banner).toContain(`-H 'authorization: Bearer ${first.demo.agentKey.key}'`);
+    // The line that sets the guide's variables, and the environment the demo was made in.
+    expect(banner).toContain(
+      `export AG=http://localhost:3000 AGENT_KEY=${first.demo.agentKey.key} REVIEWER_KEY=${first.demo.reviewerKey.key} ADMIN_KEY=${first.demo.adminKey.key} ADMIN_PASSWORD=${first.demo.admin.password}`,
+    );
+    expect(banner).toContain(`DATABASE_URL=${env.config.DATABASE_URL}`);
+    expect(first.demo.environment).toMatchObject({ NODE_ENV: 'test', DATABASE_URL: env.config.DATABASE_URL });
+    // The admin key holds every scope, so every example of the guide runs with it.
+    const admin = await env.services.orgs.authenticate(first.demo.adminKey.key);
+    expect([...admin!.scopes].sort()).toEqual([...SCOPES].sort());
     // The printed curl works against the API and its policy sends 250 to review.
     const created = await env.http
       .post('/v1/approvals')
@@ -59,6 +68,15 @@ describe('the demo organization of npm run dev', () => {
       .expect(200);
     expect(banner).toContain(second.demo.reviewerKey.key);
     await env.http.post('/v1/session').send(second.demo.admin).expect(200);
+
+    // Each key's creation is on the organization's audit chain, made by the seed: service keys.
+    const keyEvents = await env.services.db.auditEvent.findMany({ where: { orgId: first.demo.orgId, type: 'key.created' } });
+    expect(keyEvents.map((event) => [JSON.parse(event.data).keyId, JSON.parse(event.actor), JSON.parse(event.data).owner]).sort()).toEqual(
+      [
+        [first.demo.agentKey.id, { type: 'system', id: 'demo-seed' }, null],
+        [first.demo.reviewerKey.id, { type: 'system', id: 'demo-seed' }, null],
+      ].sort(),
+    );
   });
 
   it('makes a new organization when the saved one is not in the database any more, and says that', async () => {
@@ -94,6 +112,19 @@ describe('the demo organization of npm run dev', () => {
     expect((await prepareDemo(env.services, file)).origin).toBe('replaced');
   });
 
+  it('gives a demo saved before the admin key existed one, keeping its organization and keys', async () => {
+    const file = demoFile();
+    const { demo } = await prepareDemo(env.services, file);
+    const { adminKey: _dropped, ...older } = demo;
+    await writeFile(file, JSON.stringify(older));
+    const again = await prepareDemo(env.services, file);
+    expect(again.origin).toBe('reused');
+    expect(again.demo).toMatchObject({ orgId: demo.orgId, agentKey: demo.agentKey, reviewerKey: demo.reviewerKey });
+    expect(again.demo.adminKey.key).not.toBe(demo.adminKey.key);
+    expect(JSON.parse(await readFile(file, 'utf8')).adminKey).toEqual(again.demo.adminKey);
+    await env.http.get('/v1/audit').set('authorization', `Bearer ${again.demo.adminKey.key}`).expect(200);
+  });
+
   it('puts the demo policy back when it was deleted, keeping the organization', async () => {
     const file = demoFile();
     const { demo } = await prepareDemo(env.services, file);
@@ -122,7 +153,7 @@ function runProcess(args: string[], extraEnv: Record<string, string>): Promise<{
     execFile(
       process.execPath,
       ['--import', 'tsx', ...args],
-      { env: { ...process.env, ...extraEnv }, timeout: 30_000 },
+      { env: { ...process.env, ...extraEnv }, timeout: 90_000 },
       (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
     );
   });
@@ -166,7 +197,7 @@ describe('a taken port', () => {
                   DATABASE_URL: env.config.DATABASE_URL,
                   REDIS_PREFIX: env.config.REDIS_PREFIX,
                 },
-                timeout: 30_000,
+                timeout: 90_000,
               },
               (error, stdout) => resolve({ code: error ? (error.code as number) : 0, output: stdout.replace(/\x1b\[[0-9;]*m/g, '') }),
             );
@@ -183,7 +214,7 @@ describe('a taken port', () => {
       level: 60,
       msg: expect.stringContaining(`port ${production.port} is in use`),
     });
-  });
+  }, 240_000);
 
   it('ends npm run dev with that one line and exit code 1 before anything starts', async () => {
     const result = await withTakenPort((port) => runProcess(['src/dev.ts'], { PORT: String(port), DATABASE_URL: env.config.DATABASE_URL }));

@@ -3,7 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrationsDir } from '../src/db/migrator.js';
+import { migrationsDir, sqlFunctionsDir } from '../src/db/migrator.js';
+import { applySqlFunctions, readSqlFunctions } from '../src/db/sql-functions.js';
 import type { ApiKey } from '../src/generated/prisma/client.js';
 import { serializeAuditEvent, type Actor } from '../src/modules/audit/audit-events.js';
 import { keyEvent } from '../src/modules/orgs/api-keys.js';
@@ -12,28 +13,59 @@ import { databaseUrl, onServer } from './support/databases.js';
 /** The migration that gives keys their owners; the database starts at the one before it. */
 const BACKFILL = '20261128202555_key_owners';
 
-const database = `approval_gate_test_backfill_${randomBytes(6).toString('hex')}`;
+const databases: string[] = [];
+let names: string[];
 let client: pg.Client;
 
-/** Applies the migrations in order, each as the release step runs it: one script. */
-async function applyMigrationFiles(names: string[]): Promise<void> {
-  for (const name of names) await client.query(await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8'));
+/**
+ * Applies the migrations in order, each as the release step runs it: one script, recorded in
+ * `_prisma_migrations` as the engine records it once the script has run.
+ */
+async function applyMigrationFiles(db: pg.Client, migrations: string[]): Promise<void> {
+  for (const name of migrations) {
+    await db.query(await readFile(path.join(migrationsDir, name, 'migration.sql'), 'utf8'));
+    await db.query(
+      `INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, finished_at, applied_steps_count)
+       VALUES ($1, 'test', $2, clock_timestamp(), clock_timestamp(), 1)`,
+      [randomUUID(), name],
+    );
+  }
 }
 
-beforeAll(async () => {
+/** A new database migrated up to the one before BACKFILL, with the engine's bookkeeping table. */
+async function legacyDatabase(): Promise<pg.Client> {
+  const database = `approval_gate_test_backfill_${randomBytes(6).toString('hex')}`;
+  databases.push(database);
   await onServer((server) => server.query(`CREATE DATABASE ${database}`));
-  client = new pg.Client({ connectionString: databaseUrl(database) });
-  await client.connect();
-  const names = (await readdir(migrationsDir, { withFileTypes: true }))
+  const db = new pg.Client({ connectionString: databaseUrl(database) });
+  await db.connect();
+  // The table prisma migrate deploy keeps (as its schema engine creates it).
+  await db.query(`CREATE TABLE _prisma_migrations (
+    id VARCHAR(36) PRIMARY KEY NOT NULL, checksum VARCHAR(64) NOT NULL, finished_at TIMESTAMPTZ,
+    migration_name VARCHAR(255) NOT NULL, logs TEXT, rolled_back_at TIMESTAMPTZ,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now(), applied_steps_count INTEGER NOT NULL DEFAULT 0)`);
+  await applyMigrationFiles(
+    db,
+    names.filter((name) => name < BACKFILL),
+  );
+  return db;
+}
+
+const clients: pg.Client[] = [];
+beforeAll(async () => {
+  names = (await readdir(migrationsDir, { withFileTypes: true }))
     .filter((entry) => entry.isDirectory())
     .map((entry) => entry.name)
     .sort();
   expect(names).toContain(BACKFILL);
-  await applyMigrationFiles(names.filter((name) => name < BACKFILL));
+  client = await legacyDatabase();
+  clients.push(client);
 });
 afterAll(async () => {
-  await client?.end();
-  await onServer((server) => server.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+  await Promise.all(clients.map((db) => db.end()));
+  await onServer(async (server) => {
+    for (const database of databases) await server.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  });
 });
 
 describe(`migration ${BACKFILL}`, () => {
@@ -92,7 +124,7 @@ describe(`migration ${BACKFILL}`, () => {
     await addKey('foreign');
     await recordCreation('foreign', { type: 'user', id: admin, email: 'ada@acme.test' }, otherOrg);
 
-    await applyMigrationFiles([BACKFILL]);
+    await applyMigrationFiles(client, [BACKFILL]);
 
     const { rows } = await client.query<{ name: string; owner_type: string | null; owner_id: string | null; revoked: boolean }>(
       'SELECT name, owner_type, owner_id, revoked_at IS NOT NULL AS revoked FROM api_keys',
@@ -118,5 +150,82 @@ describe(`migration ${BACKFILL}`, () => {
     await expect(client.query(`UPDATE api_keys SET owner_type = NULL, owner_id = $1 WHERE id = $1`, [id])).rejects.toThrow(
       /api_keys_owner_check/,
     );
+  });
+});
+
+describe('upgrading past the key owners', () => {
+  it('a key made before owners existed, with no record of its maker, is not a service key: its principal is unknown until attributed', async () => {
+    const db = await legacyDatabase();
+    clients.push(db);
+    const org = randomUUID();
+    await db.query(`INSERT INTO organizations (id, name, plan, admin_emails) VALUES ($1, 'acme', 'pro', '{}')`, [org]);
+    const keys: Record<string, string> = {};
+    const addKey = async (name: string) => {
+      keys[name] = randomUUID();
+      await db.query(`INSERT INTO api_keys (id, org_id, name, scopes, key_hash) VALUES ($1, $2, $3, '{approvals:decide,keys:write}', $4)`, [
+        keys[name],
+        org,
+        name,
+        randomBytes(32),
+      ]);
+    };
+    // Before owners existed neither POST /v1/keys nor the CLI recorded who made a key: an admin's
+    // key and a CLI key are the same row.
+    await addKey('mintedByAdmin');
+    await addKey('madeByCli');
+    await applyMigrationFiles(db, [BACKFILL]);
+    // Once owners exist, POST /v1/keys stores its owner, and a key the CLI makes is a service key.
+    await addKey('cliAfterOwners');
+    // ...and a key made with the admin's old key belongs to that key's principal, unknown as it is.
+    await addKey('mintedByLegacyKey');
+    await db.query(`UPDATE api_keys SET owner_type = 'key', owner_id = $1 WHERE id = $2`, [keys.mintedByAdmin, keys.mintedByLegacyKey]);
+    await applyMigrationFiles(
+      db,
+      names.filter((name) => name > BACKFILL),
+    );
+    await applySqlFunctions(databaseUrl(db.database!), await readSqlFunctions(sqlFunctionsDir));
+
+    const principal = async (name: string) =>
+      (
+        await db.query<{ principal: unknown }>(
+          `SELECT ag_principal_of(jsonb_build_object('type', 'api_key', 'id', $1::text)) AS principal`,
+          [keys[name]],
+        )
+      ).rows[0]!.principal;
+    expect(await principal('mintedByAdmin')).toEqual({ type: 'unattributed', id: keys.mintedByAdmin });
+    expect(await principal('madeByCli')).toEqual({ type: 'unattributed', id: keys.madeByCli });
+    expect(await principal('cliAfterOwners')).toEqual({ type: 'api_key', id: keys.cliAfterOwners });
+    expect(await principal('mintedByLegacyKey')).toEqual({ type: 'unattributed', id: keys.mintedByAdmin });
+    const { rows } = await db.query<{ name: string; owner_unknown: boolean }>('SELECT name, owner_unknown FROM api_keys ORDER BY name');
+    expect(Object.fromEntries(rows.map((row) => [row.name, row.owner_unknown]))).toEqual({
+      cliAfterOwners: false,
+      madeByCli: true,
+      mintedByAdmin: true,
+      mintedByLegacyKey: false,
+    });
+    await expect(db.query(`UPDATE api_keys SET owner_type = 'user', owner_id = $1 WHERE id = $1`, [keys.mintedByAdmin])).rejects.toThrow(
+      /api_keys_owner_unknown_check/,
+    );
+  });
+
+  it('without the engine’s record of the key_owners migration, every key without an owner or a key.created event is unknown', async () => {
+    const db = await legacyDatabase();
+    clients.push(db);
+    const org = randomUUID();
+    await db.query(`INSERT INTO organizations (id, name, plan, admin_emails) VALUES ($1, 'acme', 'pro', '{}')`, [org]);
+    await applyMigrationFiles(db, [BACKFILL]);
+    const key = randomUUID();
+    await db.query(`INSERT INTO api_keys (id, org_id, scopes, key_hash) VALUES ($1, $2, '{approvals:read}', $3)`, [
+      key,
+      org,
+      randomBytes(32),
+    ]);
+    await db.query('DELETE FROM _prisma_migrations WHERE migration_name = $1', [BACKFILL]);
+    await applyMigrationFiles(
+      db,
+      names.filter((name) => name > BACKFILL),
+    );
+    const { rows } = await db.query<{ owner_unknown: boolean }>('SELECT owner_unknown FROM api_keys WHERE id = $1', [key]);
+    expect(rows).toEqual([{ owner_unknown: true }]);
   });
 });

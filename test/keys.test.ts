@@ -20,6 +20,7 @@ describe('API keys over the API', () => {
         name: 'ci',
         scopes: ['approvals:read'],
         owner: { type: 'user', id: admin.id },
+        ownerUnknown: false,
         createdAt: expect.stringMatching(/Z$/),
         revokedAt: null,
       },

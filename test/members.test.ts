@@ -30,6 +30,7 @@ const accept = (body: Record<string, unknown>) => env.http.post('/v1/invites/acc
 describe('members API', () => {
   it('invites a member: 201 with the member and a single-use invite URL under PUBLIC_URL, and an invite mail', async () => {
     const res = await org.request('post', '/v1/members').send({ email: 'Ada@Acme.test', role: 'reviewer', name: 'Ada' }).expect(201);
+    expect(res.body.inviteMail).toBe('queued');
     expect(res.body.member).toEqual({
       id: expect.any(String),
       email: 'Ada@Acme.test',
@@ -102,6 +103,33 @@ describe('members API', () => {
       .request('patch', `/v1/members/${member.id}`)
       .send({ slack: { teamId: 'T1' } })
       .expect(422);
+  });
+
+  it('answers 409 conflict for a Slack identity another member holds, set by an admin or redeemed at once by several', async () => {
+    const [holder, other] = await Promise.all([createMember(env, org, 'reviewer'), createMember(env, org, 'reviewer')]);
+    await org
+      .request('patch', `/v1/members/${holder.id}`)
+      .send({ slack: { teamId: 'T9', userId: 'U9' } })
+      .expect(200);
+    const taken = await org
+      .request('patch', `/v1/members/${other.id}`)
+      .send({ slack: { teamId: 'T9', userId: 'U9' } })
+      .expect(409);
+    expect(taken.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(taken.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('linked to another member') });
+    const listed = (await org.request('get', '/v1/members').expect(200)).body.members as { id: string; slackLinked: boolean }[];
+    expect(listed.find((member) => member.id === other.id)!.slackLinked).toBe(false);
+
+    // Ten members redeem a link for one unlinked identity at the same moment: one holds it, nine are told why.
+    const racers = await Promise.all(Array.from({ length: 10 }, () => createMember(env, org, 'reviewer')));
+    const tokens = await Promise.all(
+      racers.map(() => env.services.members.issueSlackLink(org.orgId, 'T9', 'U-RACE').then((url) => url.split('/').pop()!)),
+    );
+    const answers = await Promise.all(racers.map((racer, i) => racer.request('post', '/v1/session/slack-link').send({ token: tokens[i] })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([204, ...Array(9).fill(409)]);
+    for (const answer of answers.filter((answer) => answer.status === 409)) expect(answer.body.code).toBe('conflict');
+    const holders = await env.services.db.member.findMany({ where: { orgId: org.orgId, slackUserId: 'U-RACE' } });
+    expect(holders).toHaveLength(1);
   });
 
   it('removes a member: 204, every session of theirs ends at once, and it is audited', async () => {

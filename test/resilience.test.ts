@@ -98,7 +98,7 @@ describe('at-least-once delivery', () => {
       env.logs.map((line) => String(line.msg)).filter((msg) => msg.startsWith('outbox relay') && msg !== 'outbox relay still failing');
     await eventually(() => relayLines().includes('outbox relay recovered'));
     expect(relayLines()).toEqual(['outbox relay failed; retrying at the next poll', 'outbox relay recovered']);
-  }, 40_000);
+  }, 120_000);
 
   it('completes a delivery whose worker process was killed mid-attempt, after a restart', async () => {
     const { env, receiver, org, createPending } = await setUp({});
@@ -141,7 +141,7 @@ describe('at-least-once delivery', () => {
     await expect
       .poll(async () => (await env.services.db.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } })).status, { timeout: 5000 })
       .toBe('succeeded');
-  }, 40_000);
+  }, 120_000);
 
   it('finishes its running delivery on SIGTERM before the process exits', async () => {
     const { env, receiver, org, createPending } = await setUp({});
@@ -179,7 +179,7 @@ describe('at-least-once delivery', () => {
     expect(delivery.attempts[0]!.error).toMatch(/timeout/);
     expect(delivery.status).toBe('pending');
     expect(delivery.nextAttemptAt).not.toBeNull();
-  }, 40_000);
+  }, 120_000);
 
   it('delivers each webhook exactly once with two workers running side by side', async () => {
     const { env, receiver, org, createPending } = await setUp({});

@@ -15,7 +15,7 @@ import { startReceiver } from './support/webhook-receiver.js';
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});
-}, 60_000);
+}, 120_000);
 
 async function setUp(overrides: Record<string, string> = {}) {
   const env = await createTestEnv({ OUTBOX_POLL_INTERVAL_MS: '100', ...overrides });
@@ -82,7 +82,7 @@ describe('the consumer seam', () => {
       return all.every((task) => task.status === 'done') ? all : null;
     });
     expect(tasks).toHaveLength(expected.length);
-  }, 60_000);
+  }, 120_000);
 
   it('does every consumer’s work when Redis loses its jobs after the relay handed them over', async () => {
     const smtp = await startSmtpServer();
@@ -151,7 +151,7 @@ describe('the consumer seam', () => {
     expect(new Set(tasks.map((task) => task.consumer))).toEqual(
       new Set(['orphan-alert', 'endpoint-disabled-alert', 'approval-mail', 'slack-post', 'slack-update', recordingConsumer.name]),
     );
-  }, 60_000);
+  }, 120_000);
 });
 
 async function deleteKeys(url: string, pattern: string): Promise<void> {

@@ -308,6 +308,35 @@ describe('POST /slack/interactions', () => {
     expect(vote!.channel).toBe('slack');
   });
 
+  it('previews a link for the console without using it, with the refusals of linking, for a session with its CSRF token only', async () => {
+    const issue = (userId: string) =>
+      env.services.members.issueSlackLink(org.orgId, SLACK_TEAM_ID, userId).then((url) => url.split('/').pop()!);
+    const dave = await createMember(env, org, 'reviewer');
+    const token = await issue('U0DAVE');
+    const preview = dave.request('post', '/v1/session/slack-link/preview');
+    const shown = await preview.send({ token }).expect(200);
+    expect(shown.body).toEqual({ teamId: SLACK_TEAM_ID, userId: 'U0DAVE', expiresAt: expect.stringMatching(/Z$/), linkedToYou: false });
+    expect(Date.parse(shown.body.expiresAt) - Date.now()).toBeGreaterThan(14 * 60_000);
+    await dave.request('post', '/v1/session/slack-link/preview').send({ token }).expect(200);
+
+    // The session cookie alone (a form of another site) is refused, and so is an API key.
+    for (const path of ['/v1/session/slack-link/preview', '/v1/session/slack-link']) {
+      expect((await dave.agent.post(path).send({ token }).expect(403)).body.code).toBe('csrf_failed');
+      await org.request('post', path).send({ token }).expect(401);
+    }
+    const bobs = await issue('U0BOB');
+    expect((await carol.request('post', '/v1/session/slack-link/preview').send({ token: bobs }).expect(409)).body.code).toBe('conflict');
+    expect((await bob.request('post', '/v1/session/slack-link/preview').send({ token: bobs }).expect(200)).body.linkedToYou).toBe(true);
+    await carol
+      .request('post', '/v1/session/slack-link/preview')
+      .send({ token: 'x'.repeat(43) })
+      .expect(410);
+    await carol.request('post', '/v1/session/slack-link/preview').send({}).expect(422);
+
+    await dave.request('post', '/v1/session/slack-link').send({ token }).expect(204);
+    await dave.request('post', '/v1/session/slack-link/preview').send({ token }).expect(410);
+  });
+
   it('refuses an expired link token, one of another organization, and an identity another member holds', async () => {
     const issue = (userId: string, orgId = org.orgId) =>
       env.services.members.issueSlackLink(orgId, SLACK_TEAM_ID, userId).then((url) => url.split('/').pop()!);
@@ -450,6 +479,91 @@ describe('every message posted for an approval follows it', () => {
   });
 });
 
+describe('Slack text is escaped everywhere it goes', () => {
+  const INJECTIONS = '<!channel> <!here> <@U0BOSS> <http://evil.test|Your bank> & co';
+  /** Every text of a call: the fallback and each text of its blocks, of any type. */
+  const textsOf = (call: SlackCall): string[] => {
+    const found: string[] = [String(call.args.text)];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'text' && typeof value === 'string') found.push(value);
+          else walk(value);
+        }
+      }
+    };
+    walk(call.args.blocks);
+    return found;
+  };
+  /** What is left of a text once our own control sequences (the date token, the console link) are taken out. */
+  const foreign = (text: string) =>
+    text
+      .replace(/<!date\^\d+\^\{date_short_pretty\} \{time\}\|[^<>]+>/g, '')
+      .replace(/<https:\/\/gate\.acme\.test\/console\/approvals\/[0-9a-f-]{36}\|Open in console>/g, '');
+  const expectEscaped = (call: SlackCall) => {
+    for (const text of textsOf(call)) {
+      expect(foreign(text)).not.toMatch(/[<>]/);
+      expect(foreign(text)).not.toMatch(/&(?!amp;|lt;|gt;)/);
+    }
+  };
+
+  it('in the posted message, its text fallback and every chat.update, whatever the request, payload or feedback hold', async () => {
+    const approval = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: `refund ${INJECTIONS}`, payload: { note: INJECTIONS }, policyKey: 'refunds', agent: `bot ${INJECTIONS}` })
+        .expect(201)
+    ).body as { id: string };
+    const posted = await postedFor(approval.id);
+    expect(posted.args.text).toBe(
+      'Approval needed: refund &lt;!channel&gt; &lt;!here&gt; &lt;@U0BOSS&gt; &lt;http://evil.test|Your bank&gt; &amp; co',
+    );
+    expectEscaped(posted);
+
+    await bob
+      .request('post', `/v1/approvals/${approval.id}/decision`)
+      .send({ verdict: 'rejected', feedback: `No. ${INJECTIONS}` })
+      .expect(200);
+    const update = await settledMessage(approval.id, `Rejected by ${bob.email}`);
+    expect(update.args.text).toContain('Feedback: No. &lt;!channel&gt; &lt;!here&gt; &lt;@U0BOSS&gt;');
+    expect(update.args.text).toContain('refund &lt;!channel&gt;');
+    expect(textOf(update)).toContain('No. &lt;!channel&gt;');
+    const ts = (await env.services.notifications.postedSlackMessages(approval.id))[0]!.slackTs;
+    for (const call of updatesOf(ts)) expectEscaped(call);
+  });
+
+  it('cuts a long header after escaping, never inside an entity', async () => {
+    const approval = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: `${'a'.repeat(130)}${'<&>'.repeat(20)}`, payload: {}, policyKey: 'refunds' })
+        .expect(201)
+    ).body as { id: string };
+    const posted = await postedFor(approval.id);
+    const header = (posted.args.blocks as { type: string; text: { text: string } }[]).find((block) => block.type === 'header')!.text.text;
+    expect(header.length).toBeLessThanOrEqual(150);
+    expect(header).toMatch(/^Approval needed: a{130}(&lt;&amp;&gt;)*(&lt;|&lt;&amp;)?$/);
+    expectEscaped(posted);
+  });
+
+  it('in the reject modal and in what a reviewer is told privately', async () => {
+    const approval = (
+      await org.request('post', '/v1/approvals').send({ action: INJECTIONS, payload: {}, policyKey: 'refunds' }).expect(201)
+    ).body as { id: string };
+    await postedFor(approval.id);
+    const press = buttonPress('reject', approval.id, 'U0BOB');
+    await interact(press).expect(200);
+    const opened = slack.of('views.open').find((call) => call.args.trigger_id === press.trigger_id)!;
+    expectEscaped({ ...opened, args: { text: '', blocks: opened.args.view.blocks } });
+    await bob.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const before = slack.of('chat.postEphemeral').length;
+    await interact(buttonPress('approve', approval.id, 'U0CAROL')).expect(200);
+    const told = await eventually(() => slack.of('chat.postEphemeral')[before]);
+    expect(told.args.text).not.toMatch(/[<>]/);
+  });
+});
+
 describe('Slack’s limits', () => {
   it('honours a 429’s Retry-After and retries a 5xx, posting once', async () => {
     const callsFor = (id: string) => slack.of('chat.postMessage').filter((call) => textOf(call).includes(id));
@@ -523,7 +637,7 @@ describe('one approval decided at the same moment in the console, by a link and 
         );
       }
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('the Redis limiter', () => {
@@ -558,10 +672,13 @@ describe('the Redis limiter', () => {
         return mine.length === 4 ? mine : null;
       }, 20_000);
       const times = posts.map((call) => call.at).sort((a, b) => a - b);
-      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(450);
+      // The limiter spaces its grants by 500 ms; what the stand-in sees is their arrival, which a loaded
+      // machine delays by up to a few hundred ms each. Unthrottled, the four arrive together.
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(250);
+      expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(3 * 450);
     } finally {
       for (const runtime of runtimes) await runtime.stop();
       await local.close();
     }
-  }, 40_000);
+  }, 120_000);
 });

@@ -10,6 +10,8 @@ import { mapConcurrent } from './concurrency.js';
 
 export const HOST = '127.0.0.1';
 export const REDIS_URL = `redis://${HOST}:6379`;
+/** The benchmarks make their keys as the CLI does. */
+export const BENCH_ACTOR = { type: 'system', id: 'bench' } as const;
 const PG_SERVER_URL = `postgresql://postgres@${HOST}:5432`;
 
 export function databaseUrl(name: string): string {
@@ -71,8 +73,8 @@ export async function createOrgs(dbUrl: string, count: number): Promise<BenchOrg
       5,
       async (i) => {
         const { orgId } = await orgs.createOrganization({ name: `bench-org-${i}`, plan: 'pro', adminEmails: [] });
-        const { key } = await orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'bench' });
-        const { key: reviewerKey } = await orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'bench reviewer' });
+        const { key } = await orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'bench' }, BENCH_ACTOR);
+        const { key: reviewerKey } = await orgs.createApiKey({ orgId, scopes: [...SCOPES], name: 'bench reviewer' }, BENCH_ACTOR);
         return { orgId, key, reviewerKey };
       },
     );

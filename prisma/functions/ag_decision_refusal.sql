@@ -1,8 +1,11 @@
 -- Whether a voter may decide an approval through a channel (see docs/policies.md): NULL when it may, or
--- the refusal: 'channel_not_allowed' (the policy leaves the channel out), 'not_a_reviewer' (a
+-- the refusal: 'key_unattributed' (a key whose owner is unknown, which decides nothing until
+-- attributed), 'channel_not_allowed' (the policy leaves the channel out), 'not_a_reviewer' (a
 -- member whose role and email the policy does not name; a viewer, or a removed member, never
--- decides), or 'self_approval' (the member the agent acts for, or whoever created the request,
--- unless the policy allows it). Voter and requester are judged as the principals they stand for
+-- decides), 'self_approval' (the member the agent acts for, or whoever created the request,
+-- unless the policy allows it), or 'requester_unattributed' (the request was made by a key whose
+-- owner is unknown, so nobody can be told apart from its maker, unless the policy allows
+-- self-approval). Voter and requester are judged as the principals they stand for
 -- (ag_principal_of): a member's key decides as the member, and a key made by the requesting key is
 -- the requester. The one definition of who may decide: votes, the console's inbox, the members
 -- told by email and the Slack buttons all ask it.
@@ -12,6 +15,7 @@ RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
   SELECT CASE
+    WHEN voter->>'type' = 'unattributed' THEN 'key_unattributed'
     WHEN NOT (p_channel = ANY (p_approval.channels)) THEN 'channel_not_allowed'
     WHEN voter->>'type' = 'user'
          AND (voter->>'role' IS NULL OR voter->>'role' = 'viewer'
@@ -20,6 +24,7 @@ AS $$
     WHEN NOT p_approval.allow_self_approval
          AND ((requester->>'type' = voter->>'type' AND requester->>'id' = voter->>'id')
               OR (voter->>'type' = 'user' AND lower(voter->>'email') = lower(p_approval.on_behalf_of))) THEN 'self_approval'
+    WHEN NOT p_approval.allow_self_approval AND requester->>'type' = 'unattributed' THEN 'requester_unattributed'
   END
   FROM (SELECT ag_principal_of(p_voter) AS voter, ag_principal_of(p_approval.requested_by) AS requester) AS principals
 $$;

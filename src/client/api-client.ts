@@ -27,6 +27,8 @@ import type {
   Problem,
   SessionView,
   SignInInput,
+  SlackLinkInput,
+  SlackLinkPreview,
   WebhookCreateInput,
   WebhookDeliveryList,
   WebhookDeliveryView,
@@ -104,6 +106,9 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
         await request<void>('DELETE', '/v1/session');
         csrfToken = null;
       },
+      /** What a link sent in Slack would link to the signed-in member (nothing is used up), and linking it. */
+      previewSlackLink: (input: SlackLinkInput) => request<SlackLinkPreview>('POST', '/v1/session/slack-link/preview', { body: input }),
+      linkSlack: (input: SlackLinkInput) => request<void>('POST', '/v1/session/slack-link', { body: input }),
     },
     invites: {
       accept: async (input: InviteAcceptInput) => remember(await request<SessionView>('POST', '/v1/invites/accept', { body: input })),

@@ -8,6 +8,7 @@ import type * as audit from '../modules/audit/audit-schemas.js';
 import type * as members from '../modules/members/member-schemas.js';
 import type * as keys from '../modules/orgs/key-schemas.js';
 import type * as policies from '../modules/policies/policy-schemas.js';
+import type * as slack from '../modules/slack/slack-schemas.js';
 import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
 
 export type { ApprovalFeedEvent } from '../modules/approvals/approval-feed.js';
@@ -34,6 +35,8 @@ export type MemberSelfUpdateInput = In<typeof members.memberSelfUpdateSchema>;
 export type SignInInput = In<typeof members.signInSchema>;
 export type InviteAcceptInput = In<typeof members.inviteAcceptSchema>;
 export type SessionView = Out<typeof members.sessionViewSchema>;
+export type SlackLinkInput = In<typeof slack.slackLinkInputSchema>;
+export type SlackLinkPreview = Out<typeof slack.slackLinkPreviewSchema>;
 
 export type PolicyDocumentInput = In<typeof policies.policyDocumentSchema>;
 export type PolicyRule = Out<typeof policies.policyRuleSchema>;

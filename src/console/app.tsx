@@ -22,6 +22,7 @@ const MembersPage = page(() => import('./pages/members-page'), 'MembersPage');
 const PoliciesPage = page(() => import('./pages/policies-page'), 'PoliciesPage');
 const PolicyEditorPage = page(() => import('./pages/policy-editor-page'), 'PolicyEditorPage');
 const SettingsPage = page(() => import('./pages/settings-page'), 'SettingsPage');
+const SlackLinkPage = page(() => import('./pages/slack-link-page'), 'SlackLinkPage');
 const WebhookPage = page(() => import('./pages/webhook-page'), 'WebhookPage');
 const WebhooksPage = page(() => import('./pages/webhooks-page'), 'WebhooksPage');
 
@@ -76,6 +77,7 @@ export function App() {
             <Route path="keys" element={<KeysPage />} />
             <Route path="members" element={<MembersPage />} />
             <Route path="settings" element={<SettingsPage />} />
+            <Route path="link-slack/:token" element={<SlackLinkPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Route>

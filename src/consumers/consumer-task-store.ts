@@ -1,5 +1,22 @@
+import { pickColumns, selectList, type ColumnMap } from '../data/columns.js';
 import type { Sql } from '../data/database.js';
+import type { ConsumerTask } from '../generated/prisma/client.js';
 import type { DomainEvent } from '../modules/outbox/domain-events.js';
+
+/** Every column of `consumer_tasks`; see ColumnMap for why a new one cannot be left out. */
+export const CONSUMER_TASK_COLUMNS = {
+  eventId: 'event_id',
+  consumer: 'consumer',
+  orgId: 'org_id',
+  status: 'status',
+  attempts: 'attempts',
+  lastError: 'last_error',
+  createdAt: 'created_at',
+  completedAt: 'completed_at',
+} as const satisfies ColumnMap<ConsumerTask>;
+
+const EVENT_ID = selectList(pickColumns(CONSUMER_TASK_COLUMNS, ['eventId']));
+const STALLED_COLUMNS = selectList(pickColumns(CONSUMER_TASK_COLUMNS, ['eventId', 'consumer']));
 
 /**
  * consumer_tasks: one row per (domain event, consumer), written by the relay before the event is
@@ -14,7 +31,7 @@ export class ConsumerTaskStore {
    * ids of the events whose task for this consumer is still pending: those need a job.
    */
   async create(consumer: string, events: readonly DomainEvent[]): Promise<string[]> {
-    const rows = await this.sql.query<{ eventId: string }>(
+    const rows = await this.sql.query<Pick<ConsumerTask, 'eventId'>>(
       'consumer-tasks-create',
       `WITH given AS (SELECT * FROM unnest($2::uuid[], $3::uuid[]) AS g(event_id, org_id)),
        created AS (
@@ -22,7 +39,7 @@ export class ConsumerTaskStore {
          SELECT event_id, $1, org_id FROM given
          ON CONFLICT (event_id, consumer) DO NOTHING
          RETURNING event_id)
-       SELECT event_id AS "eventId" FROM created
+       SELECT ${EVENT_ID} FROM created
        UNION
        SELECT t.event_id FROM consumer_tasks t JOIN given g USING (event_id) WHERE t.consumer = $1 AND t.status = 'pending'`,
       [consumer, events.map((event) => event.id), events.map((event) => event.orgId)],
@@ -60,10 +77,10 @@ export class ConsumerTaskStore {
   }
 
   /** Tasks pending for `graceMs` or more, oldest first: their job may have been lost. */
-  findStalled(graceMs: number, limit: number): Promise<{ eventId: string; consumer: string }[]> {
+  findStalled(graceMs: number, limit: number): Promise<Pick<ConsumerTask, 'eventId' | 'consumer'>[]> {
     return this.sql.query(
       'consumer-tasks-stalled',
-      `SELECT event_id AS "eventId", consumer FROM consumer_tasks
+      `SELECT ${STALLED_COLUMNS} FROM consumer_tasks
        WHERE status = 'pending' AND created_at <= clock_timestamp() - $1 * interval '1 millisecond'
        ORDER BY created_at LIMIT $2`,
       [graceMs, limit],

@@ -32,3 +32,12 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (typeof candidate.message === 'string' && UNREACHABLE_MESSAGES.test(candidate.message)) return true;
   return isDatabaseUnavailable(candidate.cause, depth + 1) || isDatabaseUnavailable(candidate.meta?.driverAdapterError, depth + 1);
 }
+
+/**
+ * Whether a statement broke a unique constraint (Prisma's P2002, PostgreSQL's 23505 from raw SQL):
+ * two writers claimed the same value, and the caller answers 409 rather than 500.
+ */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'P2002' || code === '23505';
+}

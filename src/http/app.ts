@@ -9,6 +9,7 @@ import { cookieSettingGuards } from './cookie-setting-guards.js';
 import { healthOperations, mountHealthChecks } from './health.js';
 import { metricsHandler, metricsOperation, recordRequests } from './metrics-endpoint.js';
 import { decisionLinkOperations, mountDecisionLinks } from './links/link-routes.js';
+import { mountDevMailbox } from './dev-mailbox.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { errorHandler, notFoundHandler } from './problem.js';
 import { logRequests } from './request-log.js';
@@ -40,7 +41,7 @@ export function createApp(services: Services): Express {
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
     ...auditRoutes(services.audit, services.checkpoints),
-    ...memberRoutes(services.members),
+    ...memberRoutes(services.members, services.mailer.transport),
     ...sessionRoutes(services.members, signInGuards(services)),
     ...keyRoutes(services.orgs),
     ...integrationRoutes(services.slack),
@@ -62,6 +63,8 @@ export function createApp(services: Services): Express {
 
   mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
   mountSlackInteractions(app, services.slackInteractions);
+  if (services.config.NODE_ENV === 'development' && services.mailer.transport === 'log' && services.mailbox)
+    mountDevMailbox(app, services.mailbox);
 
   const api = express.Router();
   mountRoutes(api, routes, {

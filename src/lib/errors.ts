@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'not_a_reviewer'
   | 'self_approval'
   | 'channel_not_allowed'
+  | 'key_unattributed'
+  | 'requester_unattributed'
   | 'unavailable'
   | 'internal';
 
@@ -72,8 +74,21 @@ export class CsrfError extends AppError {
 
 /** Who may decide refused this voter (see docs/policies.md); each reason has its own code. */
 export class DecisionRefusedError extends AppError {
-  constructor(code: 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed', detail: string) {
+  constructor(
+    code: 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed' | 'key_unattributed' | 'requester_unattributed',
+    detail: string,
+  ) {
     super(403, code, 'Not allowed to decide this request', detail);
+  }
+}
+
+/**
+ * A key whose owner is unknown (made before owners existed, see
+ * docs/members-and-channels.md#keys-made-before-owners) asked for what only a known principal may do.
+ */
+export class KeyUnattributedError extends AppError {
+  constructor(detail: string) {
+    super(403, 'key_unattributed', 'Key owner unknown', detail);
   }
 }
 

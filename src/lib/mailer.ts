@@ -1,5 +1,6 @@
 import { createTransport } from 'nodemailer';
 import type { Logger } from './logger.js';
+import type { Mailbox } from './mailbox.js';
 
 export interface MailMessage {
   to: string[];
@@ -10,24 +11,43 @@ export interface MailMessage {
 }
 
 export interface Mailer {
+  /** `smtp`: mail leaves through SMTP_URL; `log`: there is no mail server, and mail is written to the log instead. */
+  readonly transport: 'smtp' | 'log';
   /** Resolves once the server accepted the message; rejects on any transport error, so a job retries. */
   send(message: MailMessage): Promise<void>;
   close(): void;
 }
 
-/** SMTP over `SMTP_URL`; without it the mail is written to the log, so development needs no mail server. */
-export function createMailer(config: { SMTP_URL?: string | undefined; MAIL_FROM: string }, logger: Logger): Mailer {
+/**
+ * The one way mail leaves: SMTP over `SMTP_URL`; without it the mail is written to the log, so
+ * development needs no mail server. Outside production the log line holds the whole text (its
+ * links are what a developer wants to click) and `mailbox` keeps it for the mailbox page; in
+ * production the text, whose links are credentials, is logged at `debug` only.
+ */
+export function createMailer(
+  config: { SMTP_URL?: string | undefined; MAIL_FROM: string; NODE_ENV: string },
+  logger: Logger,
+  mailbox: Mailbox | null = null,
+): Mailer {
   if (!config.SMTP_URL) {
+    const production = config.NODE_ENV === 'production';
     return {
+      transport: 'log',
       async send({ to, subject, text }) {
-        logger.info({ mail: { to, subject } }, 'mail not sent: SMTP_URL is not set (LOG_LEVEL=debug shows its text)');
-        logger.debug({ mail: { to, subject, text } }, 'text of the mail not sent');
+        if (production) {
+          logger.info({ mail: { to, subject } }, 'mail not sent: SMTP_URL is not set (LOG_LEVEL=debug shows its text)');
+          logger.debug({ mail: { to, subject, text } }, 'text of the mail not sent');
+          return;
+        }
+        logger.info({ mail: { to, subject } }, `mail not sent (SMTP_URL is not set): "${subject}" to ${to.join(', ')}\n${text}`);
+        await mailbox?.keep({ to, subject, text });
       },
       close() {},
     };
   }
   const transport = createTransport(config.SMTP_URL, { from: config.MAIL_FROM });
   return {
+    transport: 'smtp',
     async send(message) {
       const info = await transport.sendMail(message);
       // Some recipients refused while others accepted: a retry would mail the others again, so only log it.

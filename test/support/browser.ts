@@ -24,12 +24,19 @@ export function launchBrowser(): Promise<Browser> {
 }
 
 /** Steps fail after this, well inside the test's own timeout, so a failure names the step that waited. */
-const STEP_TIMEOUT_MS = 5000;
+const STEP_TIMEOUT_MS = 10_000;
+
+/**
+ * Loading a page (its bundle parsed and run) is what a loaded two-core machine slows most: the API
+ * reference's bundle is megabytes. Navigations get this budget, still inside the tests' own.
+ */
+export const PAGE_LOAD_TIMEOUT_MS = 45_000;
 
 /** A fresh browser context (cookies, storage) on the test app. */
 export async function openContext(browser: Browser, env: TestEnv, viewport = { width: 1200, height: 900 }): Promise<BrowserContext> {
   const context = await browser.newContext({ baseURL: env.baseUrl, viewport });
   context.setDefaultTimeout(STEP_TIMEOUT_MS);
+  context.setDefaultNavigationTimeout(PAGE_LOAD_TIMEOUT_MS);
   return context;
 }
 

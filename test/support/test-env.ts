@@ -8,6 +8,7 @@ import { createApp, createHttpServer } from '../../src/http/app.js';
 import { answerClientErrors } from '../../src/http/client-errors.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { recordLogLines } from './log-lines.js';
+import { generateApiKey, hashApiKey } from '../../src/modules/orgs/api-keys.js';
 import type { Scope } from '../../src/modules/orgs/tenant.js';
 import { SCOPES, type Plan } from '../../src/modules/orgs/tenant.js';
 import { createServices, type Services } from '../../src/services.js';
@@ -91,7 +92,13 @@ export async function createTestEnv(
   };
   const { services, app, server, baseUrl, http } = await start();
 
-  const createKey = (orgId: string, scopes: readonly Scope[]) => services.orgs.createApiKey({ orgId, scopes: [...scopes] });
+  // Service keys written as rows: the CLI's way (OrgService.createApiKey, tested in cli.test.ts)
+  // also records key.created on the organization's chain, two events before anything a test audits.
+  const createKey = async (orgId: string, scopes: readonly Scope[]) => {
+    const key = generateApiKey();
+    const { id } = await services.db.apiKey.create({ data: { orgId, scopes: [...scopes], keyHash: hashApiKey(key) } });
+    return { id, key };
+  };
 
   return {
     config,

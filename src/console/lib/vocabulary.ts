@@ -48,6 +48,7 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'member.removed': true,
   'key.created': true,
   'key.revoked': true,
+  'key.attributed': true,
   'integration.updated': true,
   'integration.removed': true,
   'approval.changes_requested': true,

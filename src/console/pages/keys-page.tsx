@@ -35,11 +35,13 @@ export function KeysPage() {
             </td>
             <td>{key.scopes.join(', ')}</td>
             <td>
-              {key.owner === null
-                ? 'service key'
-                : key.owner.type === 'user' && key.owner.id === member.id
-                  ? 'you'
-                  : describeKeyOwner(key.owner)}
+              {key.ownerUnknown
+                ? 'unknown: votes for nobody until attributed (key:attribute)'
+                : key.owner === null
+                  ? 'service key'
+                  : key.owner.type === 'user' && key.owner.id === member.id
+                    ? 'you'
+                    : describeKeyOwner(key.owner)}
             </td>
             <td>{formatTime(key.createdAt)}</td>
             <td>

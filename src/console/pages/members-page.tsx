@@ -174,7 +174,11 @@ function InviteForm({ onInvited }: { onInvited(created: MemberCreated): void }) 
       </button>
       {invited && (
         <div role="status" className="notice">
-          <p>Invited {invited.member.email}; the invite was emailed. The link also works when passed on (single use, valid 7 days):</p>
+          <p>
+            {invited.inviteMail === 'queued'
+              ? `Invited ${invited.member.email}; an invite mail is on its way. The link also works when passed on (single use, valid 7 days):`
+              : `Invited ${invited.member.email}. No mail was sent: this service has no mail server (SMTP_URL), so pass this link on yourself (single use, valid 7 days):`}
+          </p>
           <input
             readOnly
             aria-label={`Invite link of ${invited.member.email}`}

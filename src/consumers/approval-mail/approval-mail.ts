@@ -23,7 +23,6 @@ export const approvalMailConsumer = defineEventHandler({
   handle:
     ({ config, approvals, notifications, decisionLinks, mailer, logger }) =>
     async (event) => {
-      if (!config.SMTP_URL) return { skipped: 'SMTP_URL is not set' };
       const approvalId = String(event.data.approvalId);
       const approval = await approvals.find(event.orgId, approvalId);
       if (approval?.status !== 'pending') return { skipped: 'approval is no longer pending' };

@@ -28,6 +28,7 @@ button{margin-top:12px;padding:10px 20px;border:0;border-radius:6px;font:inherit
 .notice{padding:12px;border-radius:6px;background:#eef3fb;border:1px solid #c9d7ee;margin:0 0 16px}
 .warning{background:#fff4e5;border-color:#f0c78a}
 a{color:#24518f}
+article{border-top:1px solid #dde1e7;padding:12px 0}h2{margin:0;font-size:17px}
 `;
 
 /** Trusted markup made here, kept out of the templates so that its bytes are exactly the ones the CSP hash covers. */
@@ -44,7 +45,8 @@ export const LINK_PAGE_HEADERS = {
   'x-frame-options': 'DENY',
 };
 
-function layout(title: string, content: Html): string {
+/** A page of the web process's own (decision links, the development mailbox): its markup, with the style the CSP allows. */
+export function pageLayout(title: string, content: Html): string {
   return html`<!doctype html>
     <html lang="en">
       <head>
@@ -94,7 +96,7 @@ function verdictWord(verdict: 'approved' | 'rejected'): { verb: string; past: st
 /** The confirmation page of an open link: the request and the form that decides it. */
 function confirmationPage(state: Extract<LinkState, { kind: 'open' }>, consoleUrl: string, problem?: Html): string {
   const { verb } = verdictWord(state.verdict);
-  return layout(
+  return pageLayout(
     `${verb} ${state.approval.action}?`,
     html`<h1>${verb} this request?</h1>
       ${problem ?? ''}
@@ -111,7 +113,7 @@ function confirmationPage(state: Extract<LinkState, { kind: 'open' }>, consoleUr
 }
 
 function settledPage(approval: ApprovalView, consoleUrl: string, lead: string): string {
-  return layout(
+  return pageLayout(
     `${approval.action}: ${approval.status}`,
     html`<h1>This request is ${approval.status}</h1>
       <p class="notice">${lead} ${describeOutcome(approval)}${approval.feedback ? html`<br />Feedback: ${approval.feedback}` : ''}</p>
@@ -138,7 +140,7 @@ const GONE: Record<'unknown' | 'expired' | 'used', { title: string; text: string
 function messagePage(status: number, title: string, message: Html, after: Html | string = ''): LinkPage {
   return {
     status,
-    body: layout(
+    body: pageLayout(
       title,
       html`<h1>${title}</h1>
         ${message}${after}`,

@@ -11,7 +11,8 @@ import {
 import { defineRoute } from '../route.js';
 import { problemResponses } from './problem-responses.js';
 
-export function memberRoutes(members: MemberService) {
+/** `mailTransport` says whether invites are mailed, so the answer never claims a mail that will not be sent. */
+export function memberRoutes(members: MemberService, mailTransport: 'smtp' | 'log') {
   return [
     defineRoute({
       method: 'get',
@@ -24,14 +25,17 @@ export function memberRoutes(members: MemberService) {
     defineRoute({
       method: 'post',
       path: '/v1/members',
-      summary: 'Invite a member; the invite is also emailed',
+      summary: 'Invite a member; the invite is also mailed when the service has a mail server',
       scope: 'members:write',
       body: memberCreateSchema,
       responses: {
         201: { description: 'The member and its invite URL (single-use, valid 7 days).', schema: memberCreatedSchema },
         ...problemResponses(401, 403, 409, 422),
       },
-      handler: async ({ tenant, body }) => ({ status: 201, body: await members.create(tenant, body) }),
+      handler: async ({ tenant, body }) => ({
+        status: 201,
+        body: { ...(await members.create(tenant, body)), inviteMail: mailTransport === 'smtp' ? 'queued' : 'not_sent' },
+      }),
     }),
     // Before /v1/members/:id, so that `me` is not taken for an id.
     defineRoute({

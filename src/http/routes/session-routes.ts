@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { MemberService, SignedIn } from '../../modules/members/member-service.js';
 import { inviteAcceptSchema, sessionViewSchema, signInSchema } from '../../modules/members/member-schemas.js';
-import { slackLinkInputSchema } from '../../modules/slack/slack-schemas.js';
+import { slackLinkInputSchema, slackLinkPreviewSchema } from '../../modules/slack/slack-schemas.js';
 import { problemSchema } from '../problem-schema.js';
 import { defineRoute, type Reply } from '../route.js';
 import { problemResponses } from './problem-responses.js';
@@ -52,6 +52,18 @@ export function sessionRoutes(members: MemberService, cookieSettingGuards: reado
         await members.signOut(tenant);
         return { status: 204, session: 'clear' };
       },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/session/slack-link/preview',
+      summary: 'What a link sent in Slack would link to the signed-in member; nothing is used up',
+      auth: 'session',
+      body: slackLinkInputSchema,
+      responses: {
+        200: { description: 'The Slack account of the link.', schema: slackLinkPreviewSchema },
+        ...problemResponses(401, 403, 409, 410, 422),
+      },
+      handler: async ({ tenant, body }) => ({ status: 200, body: await members.previewSlackLink(tenant, body.token) }),
     }),
     defineRoute({
       method: 'post',

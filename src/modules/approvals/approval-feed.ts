@@ -1,7 +1,10 @@
 import type { Redis } from 'ioredis';
+import { pickColumns, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import type { AuditEvent } from '../../generated/prisma/client.js';
 import type { Logger } from '../../lib/logger.js';
 import { subscribeWithin } from '../../lib/redis.js';
+import { AUDIT_EVENT_COLUMNS } from '../audit/audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from '../outbox/domain-events.js';
 import type { Tenant } from '../orgs/tenant.js';
@@ -27,6 +30,10 @@ export const APPROVAL_FEED_TYPES = [
   'approval.changes_requested',
   'approval.revised',
 ] as const satisfies readonly AuditEventType[];
+
+/** An event replayed to a console that reconnects. */
+type MissedEventRow = PgRow<Pick<AuditEvent, 'seq' | 'data'>> & { type: AuditEventType };
+const MISSED_EVENT_COLUMNS = selectList(pickColumns(AUDIT_EVENT_COLUMNS, ['seq', 'type', 'data']) satisfies ColumnMap<MissedEventRow>);
 
 /** More missed events than this on a reconnect: the client is told to read the state afresh instead. */
 const REPLAY_LIMIT = 500;
@@ -158,9 +165,9 @@ export class ApprovalFeed {
   }
 
   private async missedSince(orgId: string, after: number): Promise<ApprovalFeedEvent[]> {
-    const rows = await this.sql.query<{ seq: string; type: AuditEventType; data: string }>(
+    const rows = await this.sql.query<MissedEventRow>(
       'approval-feed-replay',
-      `SELECT seq, type, data FROM audit_events
+      `SELECT ${MISSED_EVENT_COLUMNS} FROM audit_events
        WHERE org_id = $1 AND seq > $2 AND type = ANY ($3::text[]) ORDER BY seq LIMIT $4`,
       [orgId, after, APPROVAL_FEED_TYPES, REPLAY_LIMIT + 1],
     );

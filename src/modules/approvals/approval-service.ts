@@ -39,6 +39,7 @@ import {
   type Governing,
 } from './approval-transitions.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
+import { attributeCommand } from '../orgs/api-keys.js';
 
 /** The statuses whose deadline runs: a request waiting for changes expires as a pending one does. */
 const DEADLINE_RUNS: ReadonlySet<Approval['status']> = new Set(['pending', 'changes_requested']);
@@ -103,6 +104,24 @@ const REFUSALS: Record<DecisionRefusal, (approval: Approval, voter: Voter) => st
     `You are not among the reviewers the policy '${approval.policyKey}' names; ask one of them, or an admin to add you to the policy's reviewers.`,
   self_approval: () =>
     'You asked for this request (or it acts on your behalf), and its policy does not allow self-approval: another reviewer must decide it.',
+  key_unattributed: (approval, { actor }) => {
+    // A key made by a key whose owner is unknown is attributed through the key that made it.
+    const key = actor.type === 'api_key' && actor.owner?.type === 'key' ? actor.owner.id : actor.id;
+    return (
+      `Nobody knows whose API key ${key} is (it was made before keys had owners${key === actor.id ? '' : ', and made the key you used'}), ` +
+      `so it votes for nobody. An operator gives it its owner with \`npm run cli -- ${attributeCommand(approval.orgId, key)}\` ` +
+      '(docs/members-and-channels.md#keys-made-before-owners); until then, decide with a key of your own or in the console.'
+    );
+  },
+  requester_unattributed: (approval) => {
+    const key = (approval.requestedBy as { id: string }).id;
+    return (
+      `This request was made with API key ${key}, and nobody knows whose that key is (it, or the key that made it, dates from before ` +
+      `keys had owners): nobody can be told apart from its maker, and the policy '${approval.policyKey}' does not allow self-approval. ` +
+      `An operator gives the key its owner with \`npm run cli -- ${attributeCommand(approval.orgId, key)}\` ` +
+      '(docs/members-and-channels.md#keys-made-before-owners); then the request can be decided.'
+    );
+  },
 };
 
 export interface CreatedApproval {

@@ -1,4 +1,4 @@
-import { byColumn, selectList, type ColumnMap } from '../../data/columns.js';
+import { byColumn, pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import { transactionSql, type Database, type Sql } from '../../data/database.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
@@ -181,10 +181,10 @@ export class ApprovalStore {
    * jobs missed. The statuses are written in the statement, not bound, so that even a generic plan
    * can tell the partial index of running deadlines (approvals_pending_expires_at_idx) serves it.
    */
-  static findOverdue(sql: Sql, graceMs: number, limit: number): Promise<{ orgId: string; id: string }[]> {
+  static findOverdue(sql: Sql, graceMs: number, limit: number): Promise<Pick<Approval, 'orgId' | 'id'>[]> {
     return sql.query(
       'overdue-approvals',
-      `SELECT org_id AS "orgId", id FROM approvals
+      `SELECT ${OVERDUE_COLUMNS} FROM approvals
        WHERE ${RUNNING_DEADLINE} AND expires_at <= clock_timestamp() - $1 * interval '1 millisecond'
        ORDER BY expires_at LIMIT $2`,
       [graceMs, limit],
@@ -198,9 +198,9 @@ export class ApprovalStore {
    * application's clock out of it.
    */
   static async dueDeadlines(sql: Sql, after: DeadlineCursor | null, limit: number): Promise<DueDeadlines> {
-    const rows = await sql.query<{ orgId: string | null; id: string | null; expiresAt: Date | null; inMs: number | null }>(
+    const rows = await sql.query<DueDeadlineRow>(
       'due-deadlines',
-      `(SELECT org_id AS "orgId", id, expires_at AS "expiresAt", NULL::float8 AS "inMs" FROM approvals
+      `(SELECT ${DUE_DEADLINE_COLUMNS} FROM approvals
         WHERE ${RUNNING_DEADLINE} AND expires_at <= statement_timestamp()
           AND expires_at >= $1 AND (expires_at, id) > ($1, $2)
         ORDER BY expires_at, id LIMIT $3)
@@ -316,6 +316,20 @@ const VOTES = `(SELECT coalesce(jsonb_agg(jsonb_build_object(
 
 const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}`;
 const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
+
+const OVERDUE_COLUMNS = selectList(pickColumns(APPROVAL_COLUMNS, ['orgId', 'id']));
+
+/** A due approval, or (all else null) how far off the first deadline still ahead is. */
+interface DueDeadlineRow {
+  orgId: string | null;
+  id: string | null;
+  expiresAt: Date | null;
+  inMs: number | null;
+}
+const DUE_DEADLINE_COLUMNS = selectList({
+  ...pickColumns(APPROVAL_COLUMNS, ['orgId', 'id', 'expiresAt']),
+  inMs: 'NULL::float8',
+} satisfies ColumnMap<DueDeadlineRow>);
 
 /**
  * The condition that picks one approval of one organization: its id, which the primary key

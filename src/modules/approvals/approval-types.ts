@@ -41,7 +41,7 @@ export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_vo
  */
 export type ReviseOutcome =
   'revised' | 'duplicate' | 'forbidden' | 'not_changes_requested' | 'limit_reached' | 'stale_policy' | 'not_found';
-export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed';
+export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed' | 'key_unattributed' | 'requester_unattributed';
 
 /**
  * The fields a settlement writes; `payload` and its hash only when a reviewer edited it. A request

@@ -21,6 +21,7 @@ export const AUDIT_EVENT_TYPES = [
   'member.removed',
   'key.created',
   'key.revoked',
+  'key.attributed',
   'approval.vote_recorded',
   'integration.updated',
   'integration.removed',
@@ -55,7 +56,8 @@ export const GENESIS_HASH = '0'.repeat(64);
 
 /**
  * Who caused an event: an API key (with the owner of a key made with POST /v1/keys), a member, or
- * a worker acting on its own schedule. A member's email and a key's owner are shown in `decidedBy`
+ * the system: a worker acting on its own schedule, or an operator through the CLI (`cli`, and
+ * `demo-seed` for the demo of npm run dev). A member's email and a key's owner are shown in `decidedBy`
  * but are not part of the audited actor.
  */
 export type Actor =

@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { from as copyFrom } from 'pg-copy-streams';
+import { pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import { AUDIT_EXPORT_CHUNK_COLUMNS } from './audit-columns.js';
 import type { AuditExportStorage, PieceWriter } from './audit-export-storage.js';
 import type { ExportPiece } from './audit-export-store.js';
 
@@ -20,6 +22,10 @@ function chunkTupleHead(id: string, piece: ExportPiece): Buffer {
   head.writeInt32BE(piece.bytes.length, at);
   return head;
 }
+
+/** A chunk as read back: its bytes, which `pg` hands over as a Buffer. */
+type ChunkRow = { bytes: Buffer };
+const CHUNK_COLUMNS = selectList(pickColumns(AUDIT_EXPORT_CHUNK_COLUMNS, ['bytes']) satisfies ColumnMap<ChunkRow>);
 
 /**
  * Exports stored in Postgres, in pieces of about 1 MiB of whole lines keyed by their byte offset
@@ -74,9 +80,9 @@ export class AuditExportChunks implements AuditExportStorage {
     return Readable.from(
       (async function* chunks() {
         for (let offset = 0; offset < size;) {
-          const [chunk] = await sql.query<{ bytes: Buffer }>(
+          const [chunk] = await sql.query<ChunkRow>(
             'audit-export-chunk-read',
-            'SELECT bytes FROM audit_export_chunks WHERE export_id = $1 AND byte_offset = $2',
+            `SELECT ${CHUNK_COLUMNS} FROM audit_export_chunks WHERE export_id = $1 AND byte_offset = $2`,
             [id, offset],
           );
           if (!chunk) throw new Error(`audit export ${id} has no chunk at byte ${offset}`);

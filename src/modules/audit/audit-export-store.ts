@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import { AUDIT_EXPORT_COLUMNS } from './audit-columns.js';
 
 export interface AuditExport {
   id: string;
@@ -28,7 +30,24 @@ export interface ExportPiece {
   rowCount: number;
 }
 
-const COLUMNS = `id, status, filters, row_count AS "rowCount", byte_size AS "byteSize", created_at AS "createdAt", completed_at AS "completedAt"`;
+/** An export as it is shown, and the progress a run of it goes on from. */
+type StartedExportRow = AuditExport & { throughSeq: string; lastSeq: string; writtenBytes: string };
+
+const RECORD_COLUMNS: ColumnMap<AuditExport> = pickColumns(AUDIT_EXPORT_COLUMNS, [
+  'id',
+  'status',
+  'filters',
+  'rowCount',
+  'byteSize',
+  'createdAt',
+  'completedAt',
+]);
+const COLUMNS = selectList(RECORD_COLUMNS);
+const EXPIRED_COLUMNS = selectList(pickColumns(AUDIT_EXPORT_COLUMNS, ['id']));
+const STARTED_COLUMNS = selectList<StartedExportRow>({
+  ...RECORD_COLUMNS,
+  ...pickColumns(AUDIT_EXPORT_COLUMNS, ['throughSeq', 'lastSeq', 'writtenBytes']),
+});
 
 /**
  * Bulk audit exports of one organization; every query is scoped to it. Plain SQL rather than
@@ -61,12 +80,12 @@ export class AuditExportStore {
    * `through_seq` is fixed by the first run, so every run exports the same rows.
    */
   async start(id: string): Promise<{ record: AuditExport; progress: ExportProgress } | null> {
-    const row = await this.one<AuditExport & { throughSeq: string; lastSeq: string; writtenBytes: string }>(
+    const row = await this.one<StartedExportRow>(
       'audit-export-start',
       `UPDATE audit_exports SET status = 'running', started_at = coalesce(started_at, now()),
          through_seq = coalesce(through_seq, (SELECT seq FROM audit_chain_heads WHERE org_id = $1), 0)
        WHERE org_id = $1 AND id = $2 AND status IN ('queued', 'running')
-       RETURNING ${COLUMNS}, through_seq AS "throughSeq", last_seq AS "lastSeq", written_bytes AS "writtenBytes"`,
+       RETURNING ${STARTED_COLUMNS}`,
       [id],
     );
     if (!row) return null;
@@ -129,7 +148,7 @@ export class AuditExportStore {
  * outside the database.
  */
 export async function expireAuditExports(sql: Sql, retentionHours: number, limit: number): Promise<string[]> {
-  const rows = await sql.query<{ id: string }>(
+  const rows = await sql.query<Pick<AuditExport, 'id'>>(
     'audit-exports-expire',
     `WITH expired AS (
        UPDATE audit_exports SET status = 'expired'
@@ -139,7 +158,7 @@ export async function expireAuditExports(sql: Sql, retentionHours: number, limit
      ), freed AS (
        DELETE FROM audit_export_chunks WHERE export_id IN (SELECT id FROM expired)
      )
-     SELECT id FROM expired`,
+     SELECT ${EXPIRED_COLUMNS} FROM expired`,
     [retentionHours, limit],
   );
   return rows.map((row) => row.id);

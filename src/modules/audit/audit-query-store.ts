@@ -1,5 +1,8 @@
 import pg from 'pg';
+import { pickColumns, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import type { AuditChainHead } from '../../generated/prisma/client.js';
+import { AUDIT_CHAIN_HEAD_COLUMNS, AUDIT_EVENT_COLUMNS } from './audit-columns.js';
 import type { AuditFilters } from './audit-schemas.js';
 
 /** An event as exported (see docs/audit.md): `createdAt` and `data` are the exact text the hash covers. */
@@ -13,9 +16,25 @@ export interface AuditEventRow {
   hash: string;
 }
 
-/** The same `to_char` as `ag_audit_canonical`, so the exported time is the hashed one. */
-const EXPORTED_COLUMNS = `seq, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-  type, actor, data, prev_hash AS "prevHash", hash`;
+/**
+ * In the order of the CSV export's columns. `createdAt` by the same `to_char` as
+ * `ag_audit_canonical`, so the exported time is the hashed one.
+ */
+const EXPORTED_COLUMNS = selectList({
+  ...pickColumns(AUDIT_EVENT_COLUMNS, ['seq']),
+  createdAt: `to_char(${AUDIT_EVENT_COLUMNS.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+  ...pickColumns(AUDIT_EVENT_COLUMNS, ['type', 'actor', 'data', 'prevHash', 'hash']),
+} satisfies ColumnMap<AuditEventRow>);
+
+type ChainHeadRow = PgRow<Pick<AuditChainHead, 'seq' | 'hash'>>;
+const HEAD_COLUMNS = selectList(pickColumns(AUDIT_CHAIN_HEAD_COLUMNS, ['seq', 'hash']));
+
+/** A row of ag_verify_audit_range (see the migrations). */
+interface VerifiedRange {
+  checked: string;
+  brokenAt: string | null;
+}
+export const VERIFIED_RANGE_COLUMNS = { checked: 'checked', brokenAt: 'broken_at' } as const satisfies ColumnMap<VerifiedRange>;
 
 const VERIFY_RANGE_TIMEOUT_MS = 10 * 60_000;
 
@@ -88,24 +107,22 @@ export class AuditQueryStore {
 
   /** The chain head: the seq and hash of the newest event (0 and 64 zeros before the first). */
   async head(): Promise<{ seq: number; hash: string }> {
-    const [head] = await this.sql.query<{ seq: string; hash: string }>(
-      'audit-head',
-      'SELECT seq, hash FROM audit_chain_heads WHERE org_id = $1',
-      [this.orgId],
-    );
+    const [head] = await this.sql.query<ChainHeadRow>('audit-head', `SELECT ${HEAD_COLUMNS} FROM audit_chain_heads WHERE org_id = $1`, [
+      this.orgId,
+    ]);
     if (!head) throw new Error(`organization ${this.orgId} has no audit chain head`);
     return { seq: Number(head.seq), hash: head.hash };
   }
 
   /** See `ag_verify_audit_range` in the migrations: the whole check runs in Postgres. */
   async verifyRange(first: number, last: number, lastHash: string | null): Promise<{ checked: number; brokenAt: number | null }> {
-    const [row] = await this.sql.query<{ checked: string; broken_at: string | null }>(
+    const [row] = await this.sql.query<VerifiedRange>(
       'audit-verify-range',
-      'SELECT checked, broken_at FROM ag_verify_audit_range($1, $2, $3, $4)',
+      `SELECT ${selectList(VERIFIED_RANGE_COLUMNS)} FROM ag_verify_audit_range($1, $2, $3, $4)`,
       [this.orgId, first, last, lastHash],
       // A range of up to a few million events takes seconds, well past the pool's default.
       { timeoutMs: VERIFY_RANGE_TIMEOUT_MS },
     );
-    return { checked: Number(row!.checked), brokenAt: row!.broken_at === null ? null : Number(row!.broken_at) };
+    return { checked: Number(row!.checked), brokenAt: row!.brokenAt === null ? null : Number(row!.brokenAt) };
   }
 }

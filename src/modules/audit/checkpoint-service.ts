@@ -1,18 +1,29 @@
 import { createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
+import { pickColumns, qualified, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
 import type { DataLayer } from '../../data/database.js';
+import { Prisma, type AuditChainHead, type AuditCheckpoint, type AuditSigningKey } from '../../generated/prisma/client.js';
+import { AUDIT_CHAIN_HEAD_COLUMNS, AUDIT_CHECKPOINT_COLUMNS, AUDIT_EVENT_COLUMNS, AUDIT_SIGNING_KEY_COLUMNS } from './audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE } from './audit-events.js';
 import { checkpointProblem, keyIdOf, signCheckpoint, type Checkpoint, type PublishedKey } from './checkpoint-signing.js';
 
-interface CheckpointRow {
-  orgId: string;
-  seq: string;
-  hash: string;
-  createdAt: Date;
-  keyId: string;
-  signature: string;
-}
+type CheckpointRow = PgRow<AuditCheckpoint>;
 
-const CHECKPOINT_COLUMNS = `org_id AS "orgId", seq, hash, created_at AS "createdAt", key_id AS "keyId", signature`;
+/** Where the chain stands at a seq: its head's, or an event's. */
+type ChainPoint = PgRow<Pick<AuditChainHead, 'seq' | 'hash'>>;
+
+/** A checkpoint beside the hash the chain has now at its seq (null when the event is gone). */
+type CheckpointAgainstChain = CheckpointRow & { chainHash: string | null };
+
+const CHECKPOINT_COLUMNS = selectList(AUDIT_CHECKPOINT_COLUMNS);
+const HEAD_POINT = selectList(pickColumns(AUDIT_CHAIN_HEAD_COLUMNS, ['seq', 'hash']));
+const EVENT_POINT = selectList(pickColumns(AUDIT_EVENT_COLUMNS, ['seq', 'hash']));
+const GROWN_CHAIN = selectList(pickColumns(qualified('h', AUDIT_CHAIN_HEAD_COLUMNS), ['orgId']));
+const AGAINST_CHAIN = selectList({
+  ...qualified('c', AUDIT_CHECKPOINT_COLUMNS),
+  chainHash: `e.${AUDIT_EVENT_COLUMNS.hash}`,
+} satisfies ColumnMap<CheckpointAgainstChain>);
+const SIGNING_KEY_COLUMNS = selectList(AUDIT_SIGNING_KEY_COLUMNS);
+const RETIRED_AT = Prisma.raw(selectList(pickColumns(AUDIT_SIGNING_KEY_COLUMNS, ['retiredAt'])));
 
 function toCheckpoint(row: CheckpointRow): Checkpoint {
   return {
@@ -55,11 +66,11 @@ export class CheckpointService {
   async checkpoint(orgId: string, seq?: number): Promise<Checkpoint | null> {
     if (!this.signingKey) return null;
     const keyId = await this.registerKey();
-    const [event] = await this.data.sql.query<{ seq: string; hash: string }>(
+    const [event] = await this.data.sql.query<ChainPoint>(
       null,
       seq === undefined
-        ? 'SELECT seq, hash FROM audit_chain_heads WHERE org_id = $1 AND seq > 0'
-        : 'SELECT seq, hash FROM audit_events WHERE org_id = $1 AND seq = $2',
+        ? `SELECT ${HEAD_POINT} FROM audit_chain_heads WHERE org_id = $1 AND seq > 0`
+        : `SELECT ${EVENT_POINT} FROM audit_events WHERE org_id = $1 AND seq = $2`,
       seq === undefined ? [orgId] : [orgId, seq],
     );
     if (!event) return null;
@@ -92,9 +103,9 @@ export class CheckpointService {
   /** The time trigger: signs the head of every chain that grew since its last checkpoint. */
   async checkpointGrownChains(limit: number): Promise<number> {
     if (!this.signingKey) return 0;
-    const grown = await this.data.sql.query<{ orgId: string }>(
+    const grown = await this.data.sql.query<Pick<AuditChainHead, 'orgId'>>(
       'audit-chains-grown',
-      `SELECT h.org_id AS "orgId" FROM audit_chain_heads h
+      `SELECT ${GROWN_CHAIN} FROM audit_chain_heads h
        WHERE h.seq > COALESCE((SELECT max(c.seq) FROM audit_checkpoints c WHERE c.org_id = h.org_id), 0)
        LIMIT $1`,
       [limit],
@@ -124,9 +135,9 @@ export class CheckpointService {
 
   /** Every key that has signed, current and retired: what a verifier needs, published without auth. */
   async keys(): Promise<PublishedKey[]> {
-    const rows = await this.data.sql.query<{ keyId: string; publicKey: string; createdAt: Date; retiredAt: Date | null }>(
+    const rows = await this.data.sql.query<AuditSigningKey>(
       'audit-signing-keys',
-      'SELECT key_id AS "keyId", public_key AS "publicKey", created_at AS "createdAt", retired_at AS "retiredAt" FROM audit_signing_keys ORDER BY created_at',
+      `SELECT ${SIGNING_KEY_COLUMNS} FROM audit_signing_keys ORDER BY created_at`,
       [],
     );
     return rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString(), retiredAt: row.retiredAt?.toISOString() ?? null }));
@@ -139,9 +150,9 @@ export class CheckpointService {
    */
   async verify(orgId: string, lastSeq: number): Promise<{ checked: number; brokenAt: number | null }> {
     const [rows, keys] = await Promise.all([
-      this.data.sql.query<CheckpointRow & { chainHash: string | null }>(
+      this.data.sql.query<CheckpointAgainstChain>(
         'audit-checkpoints-against-chain',
-        `SELECT c.org_id AS "orgId", c.seq, c.hash, c.created_at AS "createdAt", c.key_id AS "keyId", c.signature, e.hash AS "chainHash"
+        `SELECT ${AGAINST_CHAIN}
          FROM audit_checkpoints c LEFT JOIN audit_events e ON e.org_id = c.org_id AND e.seq = c.seq
          WHERE c.org_id = $1 AND c.seq <= $2 ORDER BY c.seq`,
         [orgId, lastSeq],
@@ -165,8 +176,8 @@ export class CheckpointService {
         await tx.$executeRaw`
           INSERT INTO audit_signing_keys (key_id, public_key) VALUES (${keyId}, ${publicKey.export({ type: 'spki', format: 'pem' }).toString()})
           ON CONFLICT (key_id) DO NOTHING`;
-        const [mine] = await tx.$queryRaw<{ retiredAt: Date | null }[]>`
-          SELECT retired_at AS "retiredAt" FROM audit_signing_keys WHERE key_id = ${keyId}`;
+        const [mine] = await tx.$queryRaw<Pick<AuditSigningKey, 'retiredAt'>[]>`
+          SELECT ${RETIRED_AT} FROM audit_signing_keys WHERE key_id = ${keyId}`;
         if (mine?.retiredAt)
           throw new RetiredSigningKeyError(
             `The audit signing key ${keyId} was retired at ${mine.retiredAt.toISOString()}; make a new one.`,

@@ -1,4 +1,7 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import type { DecisionLink } from '../../generated/prisma/client.js';
+import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { MemberRole } from '../orgs/tenant.js';
 
 export type LinkVerdict = 'approved' | 'rejected';
@@ -29,6 +32,31 @@ export interface DecisionLinkRecord {
   usedAt: Date | null;
 }
 
+/** Every column of `decision_links`; see ColumnMap for why a new one cannot be left out. */
+export const DECISION_LINK_COLUMNS = {
+  tokenHash: 'token_hash',
+  orgId: 'org_id',
+  approvalId: 'approval_id',
+  memberId: 'member_id',
+  verdict: 'verdict',
+  revision: 'revision',
+  nonce: 'nonce',
+  expiresAt: 'expires_at',
+  usedAt: 'used_at',
+  createdAt: 'created_at',
+} as const satisfies ColumnMap<DecisionLink>;
+
+const RECORD_COLUMNS = selectList({
+  ...pickColumns(qualified('l', DECISION_LINK_COLUMNS), ['orgId', 'approvalId', 'memberId']),
+  memberEmail: qualified('m', MEMBER_COLUMNS).email,
+  memberRole: qualified('m', MEMBER_COLUMNS).role,
+  ...pickColumns(qualified('l', DECISION_LINK_COLUMNS), ['verdict', 'revision', 'nonce', 'expiresAt', 'usedAt']),
+} satisfies ColumnMap<DecisionLinkRecord>);
+
+/** A link used by a statement: its token, to tell the link used from its sibling, and when. */
+type UsedLink = { tokenHash: Buffer; usedAt: Date };
+const USED_COLUMNS = selectList(pickColumns(DECISION_LINK_COLUMNS, ['tokenHash', 'usedAt']) satisfies ColumnMap<UsedLink>);
+
 /** decision_links: only token hashes; a member's two links of one approval are used together. */
 export class DecisionLinkStore {
   constructor(private readonly sql: Sql) {}
@@ -54,8 +82,7 @@ export class DecisionLinkStore {
   async find(tokenHash: Uint8Array<ArrayBuffer>): Promise<DecisionLinkRecord | null> {
     const [row] = await this.sql.query<DecisionLinkRecord>(
       'decision-link-find',
-      `SELECT l.org_id AS "orgId", l.approval_id AS "approvalId", l.member_id AS "memberId", m.email AS "memberEmail",
-              m.role AS "memberRole", l.verdict, l.revision, l.nonce, l.expires_at AS "expiresAt", l.used_at AS "usedAt"
+      `SELECT ${RECORD_COLUMNS}
        FROM decision_links l JOIN members m ON m.id = l.member_id
        WHERE l.token_hash = $1`,
       [Buffer.from(tokenHash)],
@@ -68,11 +95,11 @@ export class DecisionLinkStore {
    * of concurrent uses exactly one gets the time it set; the others get null.
    */
   async use(tokenHash: Uint8Array<ArrayBuffer>, link: Pick<DecisionLinkRecord, 'approvalId' | 'memberId'>): Promise<Date | null> {
-    const rows = await this.sql.query<{ tokenHash: Buffer; usedAt: Date }>(
+    const rows = await this.sql.query<UsedLink>(
       'decision-link-use',
       `UPDATE decision_links SET used_at = clock_timestamp()
        WHERE approval_id = $1 AND member_id = $2 AND used_at IS NULL AND expires_at > clock_timestamp()
-       RETURNING token_hash AS "tokenHash", used_at AS "usedAt"`,
+       RETURNING ${USED_COLUMNS}`,
       [link.approvalId, link.memberId],
     );
     return rows.find((row) => Buffer.from(tokenHash).equals(row.tokenHash))?.usedAt ?? null;

@@ -40,7 +40,16 @@ export type MemberUpdateInput = z.output<typeof memberUpdateSchema>;
 
 export const memberSelfUpdateSchema = z.strictObject({ emailNotifications: z.boolean() }).meta({ id: 'MemberSelfUpdateInput' });
 
-export const memberCreatedSchema = z.object({ member: memberViewSchema, inviteUrl: z.url() }).meta({ id: 'MemberCreated' });
+export const memberCreatedSchema = z
+  .object({
+    member: memberViewSchema,
+    inviteUrl: z.url(),
+    inviteMail: z.enum(['queued', 'not_sent']).meta({
+      description:
+        '`queued`: the invite is mailed shortly; `not_sent`: the service has no mail server (SMTP_URL), so pass `inviteUrl` on yourself.',
+    }),
+  })
+  .meta({ id: 'MemberCreated' });
 export const memberListSchema = z.object({ members: z.array(memberViewSchema) }).meta({ id: 'MemberList' });
 export const memberIdParamsSchema = z.object({ id: z.uuid() });
 

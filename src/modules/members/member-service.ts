@@ -17,6 +17,7 @@ import { keyEvent } from '../orgs/api-keys.js';
 import type { ApiKey } from '../orgs/org-store.js';
 import { ROLE_SCOPES, type MemberRole, type Tenant } from '../orgs/tenant.js';
 import type { InviteAcceptInput, MemberCreateInput, MemberUpdateInput, MemberView, SessionView, SignInInput } from './member-schemas.js';
+import type { SlackLinkPreview } from '../slack/slack-schemas.js';
 import { MemberStore, type AdminGuarded, type Member, type MemberChanges, type NewSession } from './member-store.js';
 import { assertRoomToVerify, hashPassword, verifyPassword } from './passwords.js';
 
@@ -111,6 +112,7 @@ export class MemberService {
       }),
       ...keysRevokedWith('member.updated', tenant, before, revokedKeys),
     ]);
+    if (outcome.kind === 'slack_taken') throw slackIdentityTaken();
     const member = this.settled(outcome, id, 'demote');
     this.afterCommit.outboxSignal.notify();
     return toMemberView(member);
@@ -261,15 +263,31 @@ export class MemberService {
     return `${this.options.publicUrl}/console/link-slack/${token}`;
   }
 
+  /**
+   * What a link token would link, for the console to ask before it does (POST
+   * /v1/session/slack-link/preview): nothing is used up. The same refusals as linking.
+   */
+  async previewSlackLink(tenant: Tenant, token: string): Promise<SlackLinkPreview> {
+    const memberId = memberIdOf(tenant);
+    const found = await this.store.findSlackLinkToken(tenant.orgId, digestToken(token));
+    if (!found) throw slackLinkGone();
+    if (found.holderId !== null && found.holderId !== memberId) throw slackIdentityTaken();
+    return {
+      teamId: found.teamId,
+      userId: found.userId,
+      expiresAt: found.expiresAt.toISOString(),
+      linkedToYou: found.holderId === memberId,
+    };
+  }
+
   /** Links the Slack identity of a link token to the signed-in member (POST /v1/session/slack-link). */
   async linkSlack(tenant: Tenant, token: string): Promise<void> {
     const outcome = await this.store.linkSlackIdentity(tenant.orgId, memberIdOf(tenant), digestToken(token), (member) =>
       memberEvent('member.updated', tenant.actor, member, { slackLinked: true }),
     );
-    if (outcome === 'gone')
-      throw new GoneError('This Slack link is unknown, used or expired. Press a button in Slack again for a new one.');
+    if (outcome === 'gone') throw slackLinkGone();
     if (outcome === 'taken') {
-      throw new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
+      throw slackIdentityTaken();
     }
     this.afterCommit.outboxSignal.notify();
   }
@@ -306,6 +324,14 @@ function memberIdOf(tenant: Tenant): string {
   if (tenant.principal.type !== 'session')
     throw new UnauthorizedError('Only a member signed in to the console can change their own settings.');
   return tenant.principal.memberId;
+}
+
+function slackLinkGone(): GoneError {
+  return new GoneError('This Slack link is unknown, used or expired. Press a button in Slack again for a new one.');
+}
+
+function slackIdentityTaken(): ConflictError {
+  return new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
 }
 
 function memberNotFound(id: string): NotFoundError {

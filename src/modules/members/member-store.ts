@@ -1,9 +1,14 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
-import type { Member, MemberRole, Plan, Prisma } from '../../generated/prisma/client.js';
+import { isUniqueViolation } from '../../data/database-errors.js';
+import { Prisma, type Member, type MemberRole, type Plan, type SlackLinkToken } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { ORGANIZATION_COLUMNS } from '../orgs/org-columns.js';
 import { revokeMemberKeys, type ApiKey } from '../orgs/org-store.js';
 import type { Scope } from '../orgs/tenant.js';
+import { SLACK_LINK_TOKEN_COLUMNS } from '../slack/slack-columns.js';
+import { MEMBER_COLUMNS, SESSION_COLUMNS } from './member-columns.js';
 
 export type { Member };
 
@@ -18,6 +23,36 @@ export interface SessionGrant {
   orgId: string;
   plan: Plan;
 }
+
+const SESSION_GRANT_COLUMNS = selectList({
+  sessionId: qualified('s', SESSION_COLUMNS).id,
+  ...pickColumns(qualified('s', SESSION_COLUMNS), ['csrfToken', 'lastUsedAt']),
+  memberId: qualified('m', MEMBER_COLUMNS).id,
+  ...pickColumns(qualified('m', MEMBER_COLUMNS), ['email', 'role', 'orgId']),
+  ...pickColumns(qualified('o', ORGANIZATION_COLUMNS), ['plan']),
+} satisfies ColumnMap<SessionGrant>);
+
+/** A row of ag_claim_sign_in_attempt: the attempt counted, or when the email may try again. */
+interface SignInAttemptClaim {
+  attemptId: string | null;
+  reopensAt: Date | null;
+}
+export const SIGN_IN_ATTEMPT_COLUMNS = {
+  attemptId: 'attempt_id',
+  reopensAt: 'reopens_at',
+} as const satisfies ColumnMap<SignInAttemptClaim>;
+
+const MEMBER_ID = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['id'])));
+const MEMBER_ID_OF_M = Prisma.raw(selectList(pickColumns(qualified('m', MEMBER_COLUMNS), ['id'])));
+/** A Slack link token's identity, and the member who holds that identity now (null when none does). */
+type SlackLinkTokenFound = Pick<SlackLinkToken, 'teamId' | 'userId' | 'expiresAt'> & { holderId: string | null };
+const SLACK_LINK_TOKEN_FOUND = Prisma.raw(
+  selectList({
+    ...pickColumns(qualified('t', SLACK_LINK_TOKEN_COLUMNS), ['teamId', 'userId', 'expiresAt']),
+    holderId: `${qualified('m', MEMBER_COLUMNS).id}::text`,
+  } satisfies ColumnMap<SlackLinkTokenFound>),
+);
+const SLACK_IDENTITY = Prisma.raw(selectList(pickColumns(SLACK_LINK_TOKEN_COLUMNS, ['teamId', 'userId'])));
 
 export type MemberChanges = Partial<Pick<Member, 'role' | 'name' | 'slackTeamId' | 'slackUserId' | 'emailNotifications'>>;
 
@@ -57,7 +92,7 @@ export class MemberStore {
         return created;
       });
     } catch (error) {
-      if ((error as { code?: string }).code === 'P2002') return null;
+      if (isUniqueViolation(error)) return null;
       throw error;
     }
   }
@@ -73,8 +108,8 @@ export class MemberStore {
     change: (tx: DatabaseClient, member: Member) => Promise<T>,
   ): Promise<AdminGuarded<T>> {
     return this.db.$transaction(async (tx) => {
-      const admins = await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM members WHERE org_id = ${orgId}::uuid AND role = 'admin' ORDER BY id FOR UPDATE`;
+      const admins = await tx.$queryRaw<Pick<Member, 'id'>[]>`
+        SELECT ${MEMBER_ID} FROM members WHERE org_id = ${orgId}::uuid AND role = 'admin' ORDER BY id FOR UPDATE`;
       const member = await tx.member.findFirst({ where: { orgId, id } });
       if (!member) return { kind: 'not_found' as const };
       if (losesAdmin(member) && admins.length === 1 && admins[0]!.id === member.id) return { kind: 'last_admin' as const };
@@ -85,14 +120,15 @@ export class MemberStore {
   /**
    * Changes the member with its audit events. A role change (`roleScopes`: the scopes of the new
    * role) revokes, in the same transaction, the member's keys holding any other scope.
+   * 'slack_taken' (nothing changes) when another member of the organization holds the Slack identity.
    */
-  update(
+  async update(
     orgId: string,
     id: string,
     changes: MemberChanges,
     roleScopes: readonly Scope[] | null,
     events: (before: Member, revokedKeys: ApiKey[]) => AuditEventDraft[],
-  ): Promise<AdminGuarded<Member>> {
+  ): Promise<AdminGuarded<Member> | { kind: 'slack_taken' }> {
     return this.guardingLastAdmin(
       orgId,
       id,
@@ -103,7 +139,11 @@ export class MemberStore {
         await appendAuditEvents(tx, orgId, events(member, revoked));
         return updated;
       },
-    );
+    ).catch((error: unknown) => {
+      // The only unique constraint a change can break: (org, Slack team, Slack user).
+      if (isUniqueViolation(error)) return { kind: 'slack_taken' as const };
+      throw error;
+    });
   }
 
   /**
@@ -137,8 +177,8 @@ export class MemberStore {
    */
   mailedInvite(memberId: string, invite: { tokenHash: Uint8Array<ArrayBuffer>; expiresAt: Date; sentForEvent: string }): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
-      const [member] = await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM members WHERE id = ${memberId}::uuid AND password_hash IS NULL FOR SHARE`;
+      const [member] = await tx.$queryRaw<Pick<Member, 'id'>[]>`
+        SELECT ${MEMBER_ID} FROM members WHERE id = ${memberId}::uuid AND password_hash IS NULL FOR SHARE`;
       if (!member) return false;
       await tx.memberInvite.upsert({
         where: { sentForEvent: invite.sentForEvent },
@@ -174,15 +214,15 @@ export class MemberStore {
     session: NewSession,
   ): Promise<Member | null> {
     return this.db.$transaction(async (tx) => {
-      const [invite] = await tx.$queryRaw<{ memberId: string }[]>`
+      const [invitee] = await tx.$queryRaw<Pick<Member, 'id'>[]>`
         WITH spent AS (
           DELETE FROM member_invites WHERE token_hash = ${Buffer.from(tokenHash)} AND expires_at > ${now} RETURNING member_id
         )
-        SELECT m.id AS "memberId" FROM members m JOIN spent ON spent.member_id = m.id
+        SELECT ${MEMBER_ID_OF_M} FROM members m JOIN spent ON spent.member_id = m.id
         WHERE m.password_hash IS NULL FOR UPDATE OF m`;
-      if (!invite) return null;
-      const member = await tx.member.update({ where: { id: invite.memberId }, data: { ...changes, lastSignInAt: now } });
-      await tx.memberInvite.deleteMany({ where: { memberId: invite.memberId } });
+      if (!invitee) return null;
+      const member = await tx.member.update({ where: { id: invitee.id }, data: { ...changes, lastSignInAt: now } });
+      await tx.memberInvite.deleteMany({ where: { memberId: invitee.id } });
       await tx.session.create({ data: { ...session, memberId: member.id } });
       return member;
     });
@@ -199,8 +239,7 @@ export class MemberStore {
   async findSession(tokenHash: Uint8Array<ArrayBuffer>, idleMs: number): Promise<SessionGrant | null> {
     const [row] = await this.sql.query<SessionGrant>(
       'session-grant',
-      `SELECT s.id AS "sessionId", s.csrf_token AS "csrfToken", s.last_used_at AS "lastUsedAt",
-              m.id AS "memberId", m.email, m.role, m.org_id AS "orgId", o.plan
+      `SELECT ${SESSION_GRANT_COLUMNS}
        FROM sessions s JOIN members m ON m.id = s.member_id JOIN organizations o ON o.id = m.org_id
        WHERE s.token_hash = $1 AND s.expires_at > clock_timestamp()
          AND s.last_used_at > clock_timestamp() - $2 * interval '1 millisecond'`,
@@ -229,9 +268,9 @@ export class MemberStore {
     limit: number,
     windowMs: number,
   ): Promise<{ kind: 'claimed'; attemptId: string } | { kind: 'locked'; reopensAt: Date }> {
-    const [row] = await this.sql.query<{ attemptId: string | null; reopensAt: Date | null }>(
+    const [row] = await this.sql.query<SignInAttemptClaim>(
       'sign-in-attempt-claim',
-      `SELECT attempt_id AS "attemptId", reopens_at AS "reopensAt"
+      `SELECT ${selectList(SIGN_IN_ATTEMPT_COLUMNS)}
        FROM ag_claim_sign_in_attempt($1, $2, $3 * interval '1 millisecond')`,
       [emailKey, limit, windowMs],
     );
@@ -258,6 +297,16 @@ export class MemberStore {
     await this.db.slackLinkToken.create({ data: token });
   }
 
+  /** The Slack identity of an unused, unexpired link token of the organization, and who holds it now; the token stays as it is. */
+  async findSlackLinkToken(orgId: string, tokenHash: Uint8Array<ArrayBuffer>): Promise<SlackLinkTokenFound | null> {
+    const [found] = await this.db.$queryRaw<SlackLinkTokenFound[]>`
+      SELECT ${SLACK_LINK_TOKEN_FOUND}
+      FROM slack_link_tokens t
+      LEFT JOIN members m ON m.org_id = t.org_id AND m.slack_team_id = t.team_id AND m.slack_user_id = t.user_id
+      WHERE t.token_hash = ${Buffer.from(tokenHash)} AND t.org_id = ${orgId}::uuid AND t.expires_at > now()`;
+    return found ?? null;
+  }
+
   /**
    * Links the Slack identity of an unused, unexpired link token of the member's organization to
    * the member, consuming the token, with its audit event. 'taken' (nothing changes, the token
@@ -271,9 +320,9 @@ export class MemberStore {
   ): Promise<'linked' | 'gone' | 'taken'> {
     return this.db
       .$transaction(async (tx) => {
-        const [identity] = await tx.$queryRaw<{ teamId: string; userId: string }[]>`
+        const [identity] = await tx.$queryRaw<Pick<SlackLinkToken, 'teamId' | 'userId'>[]>`
           DELETE FROM slack_link_tokens WHERE token_hash = ${Buffer.from(tokenHash)} AND org_id = ${orgId}::uuid AND expires_at > now()
-          RETURNING team_id AS "teamId", user_id AS "userId"`;
+          RETURNING ${SLACK_IDENTITY}`;
         if (!identity) return 'gone' as const;
         const holder = await tx.member.findFirst({ where: { orgId, slackTeamId: identity.teamId, slackUserId: identity.userId } });
         if (holder && holder.id !== memberId) throw new SlackIdentityTaken();
@@ -285,7 +334,8 @@ export class MemberStore {
         return 'linked' as const;
       })
       .catch((error: unknown) => {
-        if (error instanceof SlackIdentityTaken) return 'taken' as const;
+        // Taken before this transaction looked, or by a concurrent one that committed first.
+        if (error instanceof SlackIdentityTaken || isUniqueViolation(error)) return 'taken' as const;
         throw error;
       });
   }

@@ -1,5 +1,8 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import type { ApprovalNotification } from '../../generated/prisma/client.js';
 import { oneApproval } from '../approvals/approval-store.js';
+import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { MemberRole } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 
@@ -31,6 +34,29 @@ export interface PostedSlackMessage {
   slackTs: string;
 }
 
+/** Every column of `approval_notifications`; see ColumnMap for why a new one cannot be left out. */
+export const NOTIFICATION_COLUMNS = {
+  approvalId: 'approval_id',
+  revision: 'revision',
+  channel: 'channel',
+  recipient: 'recipient',
+  orgId: 'org_id',
+  status: 'status',
+  attempts: 'attempts',
+  lastError: 'last_error',
+  claimedAt: 'claimed_at',
+  sentAt: 'sent_at',
+  slackChannelId: 'slack_channel_id',
+  slackTs: 'slack_ts',
+} as const satisfies ColumnMap<ApprovalNotification>;
+
+const ENTITLED_MEMBER_COLUMNS = selectList(
+  pickColumns(qualified('m', MEMBER_COLUMNS), ['id', 'email', 'name', 'role', 'emailNotifications']) satisfies ColumnMap<EntitledMember>,
+);
+const POSTED_SLACK_MESSAGE_COLUMNS = selectList(
+  pickColumns(NOTIFICATION_COLUMNS, ['recipient', 'slackChannelId', 'slackTs']) satisfies ColumnMap<PostedSlackMessage>,
+);
+
 /**
  * approval_notifications: who was told about which approval on which channel. A notice is
  * claimed (a committed row) before it is sent, so that no second sender, retry or worker can send
@@ -47,7 +73,7 @@ export class NotificationStore {
   entitledMembers(orgId: string, approvalId: string, channel: NotificationChannel): Promise<EntitledMember[]> {
     return this.sql.query<EntitledMember>(
       'entitled-members',
-      `SELECT m.id, m.email, m.name, m.role, m.email_notifications AS "emailNotifications"
+      `SELECT ${ENTITLED_MEMBER_COLUMNS}
        FROM approvals a JOIN members m ON m.org_id = a.org_id
        WHERE ${oneApproval('$1', '$2', 'a')} AND a.status = 'pending' AND a.expires_at > clock_timestamp()
          AND ag_decision_refusal(a, jsonb_build_object('type', 'user', 'id', m.id, 'email', m.email, 'role', m.role), $3) IS NULL
@@ -104,8 +130,7 @@ export class NotificationStore {
   postedSlackMessages(approvalId: string, revision: number | null = null): Promise<PostedSlackMessage[]> {
     return this.sql.query<PostedSlackMessage>(
       'notification-slack-messages',
-      `SELECT n.recipient, n.slack_channel_id AS "slackChannelId", n.slack_ts AS "slackTs"
-       FROM approval_notifications n JOIN approvals a ON a.id = n.approval_id
+      `SELECT ${POSTED_SLACK_MESSAGE_COLUMNS} FROM approval_notifications n JOIN approvals a ON a.id = n.approval_id
        WHERE n.approval_id = $1 AND n.revision = coalesce($2, a.revision)
          AND n.channel = 'slack' AND n.status = 'sent' AND n.slack_ts IS NOT NULL`,
       [approvalId, revision],

@@ -23,6 +23,11 @@ export function keyOwnerOf(key: Pick<ApiKey, 'ownerType' | 'ownerId'>): KeyOwner
   return key.ownerType && key.ownerId ? { type: key.ownerType, id: key.ownerId } : null;
 }
 
+/** The CLI command that gives a key whose owner is unknown its owner, for the messages that name it. */
+export function attributeCommand(orgId: string, keyId: string): string {
+  return `key:attribute --org ${orgId} --id ${keyId} --member EMAIL|--service`;
+}
+
 /**
  * A key's creation or revocation as the audit chain records it. The maker of a key is the actor
  * of its `key.created`: what gave keys made before owners existed theirs.

@@ -9,7 +9,12 @@ export const apiKeyViewSchema = z
     name: z.string().nullable(),
     scopes: z.array(z.enum(SCOPES)),
     owner: keyOwnerSchema.nullable().meta({
-      description: 'The member or service key the key belongs to, who votes through it; null for a service key (made by the CLI).',
+      description:
+        'The member or service key the key belongs to, who votes through it; null for a service key (made by the CLI), and for a key whose owner is unknown (see ownerUnknown).',
+    }),
+    ownerUnknown: z.boolean().meta({
+      description:
+        'True when nobody knows whose the key is: it was made before keys had owners (or by such a key, then `owner` names that key), and nothing recorded its maker. It works, but votes for nobody and makes no keys (403 `key_unattributed`) until an operator gives it its owner with the CLI command `key:attribute`.',
     }),
     createdAt: z.iso.datetime(),
     revokedAt: z.iso.datetime().nullable(),

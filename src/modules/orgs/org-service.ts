@@ -1,8 +1,9 @@
 import type { DataLayer } from '../../data/database.js';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../lib/errors.js';
+import { ConflictError, ForbiddenError, KeyUnattributedError, NotFoundError, UnauthorizedError } from '../../lib/errors.js';
 import { isUuid } from '../../lib/ids.js';
-import { generateApiKey, hashApiKey, keyEvent, keyOwnerOf, looksLikeApiKey } from './api-keys.js';
-import { OrgStore, type ApiKey } from './org-store.js';
+import type { Actor } from '../audit/audit-events.js';
+import { attributeCommand, generateApiKey, hashApiKey, keyEvent, keyOwnerOf, looksLikeApiKey } from './api-keys.js';
+import { OrgStore, type ApiKeyListing, type Attribution } from './org-store.js';
 import type { ApiKeyCreateInput, ApiKeyView } from './key-schemas.js';
 import type { KeyOwner } from './key-owner-schema.js';
 import { ROLE_SCOPES, type Plan, type Scope, type Tenant } from './tenant.js';
@@ -30,17 +31,65 @@ export class OrgService {
       throw new NotFoundError(`No organization with id '${orgId}' exists.`);
   }
 
-  /** Creates a key; the returned `key` is the only time the secret exists outside the caller. */
-  async createApiKey(input: { orgId: string; scopes: Scope[]; name?: string }): Promise<{ id: string; key: string }> {
+  /**
+   * Creates a service key (the CLI's, the demo's), audited with `actor` as its maker; the returned
+   * `key` is the only time the secret exists outside the caller.
+   */
+  async createApiKey(input: { orgId: string; scopes: Scope[]; name?: string }, actor: Actor): Promise<{ id: string; key: string }> {
     await this.requireOrganization(input.orgId);
     const key = generateApiKey();
-    const apiKey = await this.store.createApiKey({
-      orgId: input.orgId,
-      name: input.name ?? null,
-      scopes: [...new Set(input.scopes)],
-      keyHash: hashApiKey(key),
-    });
+    const apiKey = await this.store.createApiKey(
+      { orgId: input.orgId, name: input.name ?? null, scopes: [...new Set(input.scopes)], keyHash: hashApiKey(key) },
+      (created) => keyEvent('key.created', actor, created),
+    );
     return { id: apiKey.id, key };
+  }
+
+  /**
+   * Gives a key whose owner is unknown (docs/members-and-channels.md#keys-made-before-owners) its
+   * owner: a member, who then owns the keys it made too, or none (a service key). Refused for a key
+   * whose owner is known, and for a member whose role lacks a scope of a live key that would be
+   * theirs (revoke that key, or give the member the role, first). Returns the keys it attributed.
+   */
+  async attributeApiKey(orgId: string, id: string, attribution: Attribution, actor: Actor): Promise<{ keys: ApiKeyView[] }> {
+    await this.requireOrganization(orgId);
+    const outcome = isUuid(id)
+      ? await this.store.attributeApiKey(
+          orgId,
+          id,
+          attribution,
+          (role, scopes) => scopes.filter((scope) => !ROLE_SCOPES[role].has(scope as Scope)),
+          (key) => keyEvent('key.attributed', actor, key),
+        )
+      : { kind: 'not_found' as const };
+    switch (outcome.kind) {
+      case 'attributed':
+        return { keys: outcome.keys.map((key) => toApiKeyView({ ...key, principalUnknown: false })) };
+      case 'not_found':
+        throw new NotFoundError(`No API key with id '${id}' exists in organization ${orgId}.`);
+      case 'no_member':
+        throw new NotFoundError(
+          `Organization ${orgId} has no member with the email '${attribution.kind === 'member' ? attribution.email : ''}'.`,
+        );
+      case 'already_attributed': {
+        const { key, ownerKey } = outcome;
+        if (ownerKey?.ownerUnknown) {
+          throw new ConflictError(
+            `API key ${id} was made by API key ${ownerKey.id}, whose owner is unknown: attribute that key, and this one follows it.`,
+          );
+        }
+        const owner = keyOwnerOf(key);
+        throw new ConflictError(
+          `API key ${id} already has its owner (${owner ? `${owner.type} ${owner.id}` : 'none: a service key'}); only a key whose owner is unknown can be attributed.`,
+        );
+      }
+      case 'beyond_role':
+        throw new ForbiddenError(
+          `The member's ${outcome.role} role lacks scopes of keys that would be theirs: ` +
+            outcome.beyond.map(({ key, scopes }) => `${key.id} (${scopes.join(', ')})`).join('; ') +
+            '. Revoke those keys (key:revoke), or give the member a role holding those scopes, first.',
+        );
+    }
   }
 
   async revokeApiKey(id: string): Promise<{ id: string; revokedAt: string }> {
@@ -59,6 +108,15 @@ export class OrgService {
    * lacks, also when the role changed since the caller authenticated.
    */
   async createApiKeyFor(tenant: Tenant, input: ApiKeyCreateInput): Promise<{ key: ApiKeyView; secret: string }> {
+    const { principal } = tenant;
+    if (principal.type === 'api_key' && principal.ownerUnknown) {
+      // Its key would belong to the same unknown principal: refused rather than adding to what must be attributed.
+      throw new KeyUnattributedError(
+        `Nobody knows whose this API key is (it, or the key that made it, dates from before keys had owners), so the key it would make would be nobody's known either. ` +
+          `An operator gives it its owner with \`npm run cli -- ${attributeCommand(tenant.orgId, principal.owner?.id ?? principal.keyId)}\` ` +
+          '(docs/members-and-channels.md#keys-made-before-owners); until then, make keys in the console or with a key of your own.',
+      );
+    }
     const beyond = input.scopes.filter((scope) => !tenant.scopes.has(scope));
     if (beyond.length > 0) throw new ForbiddenError(`You cannot grant scopes you do not hold: ${beyond.join(', ')}.`);
     const secret = generateApiKey();
@@ -72,7 +130,7 @@ export class OrgService {
     if (outcome.kind === 'beyond_role') {
       throw new ForbiddenError(`The ${outcome.role} role of the member this key would belong to does not hold every scope asked for.`);
     }
-    return { key: toApiKeyView(outcome.key), secret };
+    return { key: toApiKeyView({ ...outcome.key, principalUnknown: false }), secret };
   }
 
   /** Revokes a key of the caller's organization, audited; another organization's id is not found. */
@@ -92,7 +150,7 @@ export class OrgService {
       plan: grant.plan,
       scopes: scopeSet(grant.scopes),
       actor: { type: 'api_key', id: grant.id, ...(owner ? { owner } : {}) },
-      principal: { type: 'api_key', keyId: grant.id, owner },
+      principal: { type: 'api_key', keyId: grant.id, owner, ownerUnknown: grant.principalUnknown },
     };
   }
 }
@@ -129,12 +187,13 @@ function frozenSet<T>(values: readonly T[]): ReadonlySet<T> {
   return Object.freeze(Object.assign(set, { add: refuse, delete: refuse, clear: refuse }));
 }
 
-function toApiKeyView(key: ApiKey): ApiKeyView {
+function toApiKeyView(key: ApiKeyListing): ApiKeyView {
   return {
     id: key.id,
     name: key.name,
     scopes: key.scopes as ApiKeyView['scopes'],
     owner: keyOwnerOf(key),
+    ownerUnknown: key.principalUnknown,
     createdAt: key.createdAt.toISOString(),
     revokedAt: key.revokedAt?.toISOString() ?? null,
   };

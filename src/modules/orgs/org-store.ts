@@ -1,15 +1,55 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
-import type { ApiKey, MemberRole, Organization, Plan } from '../../generated/prisma/client.js';
+import { Prisma, type ApiKey, type Member, type MemberRole, type Organization, type Plan } from '../../generated/prisma/client.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import { GENESIS_HASH, type AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { KeyOwner } from './key-owner-schema.js';
+import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from './org-columns.js';
 import { SCOPES, type Scope } from './tenant.js';
 
 export type { ApiKey };
 
-/** What authentication needs of a key: its owner, and its organization's plan in the same query. */
-export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'scopes' | 'revokedAt' | 'ownerType' | 'ownerId'> & Pick<Organization, 'plan'>;
+/**
+ * What authentication needs of a key: its owner, whether its principal is unknown (see
+ * ApiKeyListing), and its organization's plan in the same query.
+ */
+export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'scopes' | 'revokedAt' | 'ownerType' | 'ownerId'> &
+  Pick<Organization, 'plan'> & { principalUnknown: boolean };
+
+/**
+ * A key as listed: with whether its principal is unknown, its own owner (`ownerUnknown`) or, for a
+ * key made by such a key, its owner key's (docs/members-and-channels.md#keys-made-before-owners).
+ */
+export type ApiKeyListing = ApiKey & { principalUnknown: boolean };
+
+/** Whose a key is, once an operator has said so (key:attribute): a member's (by email), or a service key. */
+export type Attribution = { kind: 'member'; email: string } | { kind: 'service' };
+
+/**
+ * What attributing a key came to: the keys whose owner it set (the key, and for a member the keys
+ * it made, which are the member's too), or why not.
+ */
+export type AttributionOutcome =
+  | { kind: 'attributed'; keys: ApiKey[] }
+  | { kind: 'not_found' }
+  | { kind: 'no_member' }
+  | { kind: 'already_attributed'; key: ApiKey; ownerKey: ApiKey | null }
+  | { kind: 'beyond_role'; role: MemberRole; beyond: { key: ApiKey; scopes: string[] }[] };
+
+/** A grant with the digest it was read by, to hand each read its own. */
+type KeyGrantRow = KeyGrant & { keyHash: Buffer };
+
+const KEY_GRANT_COLUMNS = selectList({
+  ...pickColumns(qualified('k', API_KEY_COLUMNS), ['keyHash', 'id', 'orgId', 'scopes', 'revokedAt', 'ownerType', 'ownerId']),
+  ...pickColumns(qualified('o', ORGANIZATION_COLUMNS), ['plan']),
+  principalUnknown: `k.${API_KEY_COLUMNS.ownerUnknown} OR coalesce(maker.${API_KEY_COLUMNS.ownerUnknown}, false)`,
+} satisfies ColumnMap<KeyGrantRow>);
+
+const MEMBER_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['role'])));
+const MEMBER_ID_AND_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['id', 'role'])));
+const KEY_ID = Prisma.raw(selectList(pickColumns(API_KEY_COLUMNS, ['id'])));
 
 /** A key to store: only the digest of its secret. */
 export interface NewApiKey {
@@ -35,11 +75,12 @@ export class OrgStore {
    */
   private readonly keyGrants = new GroupCommit<Buffer, KeyGrant | null>(
     async (hashes) => {
-      const rows = await this.sql.query<KeyGrant & { keyHash: Buffer }>(
+      const rows = await this.sql.query<KeyGrantRow>(
         'key-grants',
-        `SELECT k.key_hash AS "keyHash", k.id, k.org_id AS "orgId", k.scopes, k.revoked_at AS "revokedAt",
-                k.owner_type AS "ownerType", k.owner_id AS "ownerId", o.plan
-         FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.key_hash = ANY($1::bytea[])`,
+        `SELECT ${KEY_GRANT_COLUMNS}
+         FROM api_keys k JOIN organizations o ON o.id = k.org_id
+         LEFT JOIN api_keys maker ON k.owner_type = 'key' AND maker.id = k.owner_id
+         WHERE k.key_hash = ANY($1::bytea[])`,
         [hashes],
       );
       const byHash = new Map(rows.map(({ keyHash, ...grant }) => [keyHash.toString('hex'), grant]));
@@ -69,9 +110,16 @@ export class OrgStore {
     return count === 0 ? null : this.findOrganization(id);
   }
 
-  /** A service key (made by the CLI): its own principal, with no owner. */
-  createApiKey(input: NewApiKey): Promise<ApiKey> {
-    return this.db.apiKey.create({ data: input });
+  /**
+   * A service key (made by the CLI): its own principal, with no owner, and its audit event, so that
+   * every key's creation is on record.
+   */
+  createApiKey(input: NewApiKey, event: (key: ApiKey) => AuditEventDraft): Promise<ApiKey> {
+    return this.db.$transaction(async (tx) => {
+      const created = await tx.apiKey.create({ data: input });
+      await appendAuditEvents(tx, input.orgId, [event(created)]);
+      return created;
+    });
   }
 
   /**
@@ -88,8 +136,8 @@ export class OrgStore {
     const { owner, ...key } = input;
     return this.db.$transaction(async (tx) => {
       if (owner.type === 'user') {
-        const [member] = await tx.$queryRaw<{ role: MemberRole }[]>`
-          SELECT role FROM members WHERE id = ${owner.id}::uuid AND org_id = ${key.orgId}::uuid FOR SHARE`;
+        const [member] = await tx.$queryRaw<Pick<Member, 'role'>[]>`
+          SELECT ${MEMBER_ROLE} FROM members WHERE id = ${owner.id}::uuid AND org_id = ${key.orgId}::uuid FOR SHARE`;
         if (!member) return { kind: 'owner_removed' as const };
         if (!mayHold(member.role)) return { kind: 'beyond_role' as const, role: member.role };
       }
@@ -105,8 +153,60 @@ export class OrgStore {
     return this.db.apiKey.findUnique({ where: { id } });
   }
 
-  listApiKeys(orgId: string): Promise<ApiKey[]> {
-    return this.db.apiKey.findMany({ where: { orgId }, orderBy: [{ createdAt: 'desc' }, { id: 'asc' }] });
+  async listApiKeys(orgId: string): Promise<ApiKeyListing[]> {
+    const keys = await this.db.apiKey.findMany({ where: { orgId }, orderBy: [{ createdAt: 'desc' }, { id: 'asc' }] });
+    const unknown = new Set(keys.filter((key) => key.ownerUnknown).map((key) => key.id));
+    return keys.map((key) => ({
+      ...key,
+      principalUnknown: key.ownerUnknown || (key.ownerType === 'key' && key.ownerId !== null && unknown.has(key.ownerId)),
+    }));
+  }
+
+  /**
+   * Gives a key whose owner is unknown its owner, with an audit event per key whose owner it set:
+   * a member's key under a share lock on the member's row (as createOwnedApiKey), asking
+   * `beyondRole` of the role read under it for every live key that becomes theirs; a removal or role change
+   * running at the same time then sees the keys as the member's. The key's row is locked, so two
+   * attributions of one key are one after the other, and the second finds it attributed.
+   */
+  attributeApiKey(
+    orgId: string,
+    id: string,
+    attribution: Attribution,
+    beyondRole: (role: MemberRole, scopes: string[]) => string[],
+    event: (key: ApiKey) => AuditEventDraft,
+  ): Promise<AttributionOutcome> {
+    return this.db.$transaction(async (tx) => {
+      const [locked] = await tx.$queryRaw<Pick<ApiKey, 'id'>[]>`
+        SELECT ${KEY_ID} FROM api_keys WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid FOR UPDATE`;
+      if (!locked) return { kind: 'not_found' as const };
+      const key = await tx.apiKey.findUniqueOrThrow({ where: { id } });
+      if (!key.ownerUnknown) {
+        const ownerKey = key.ownerType === 'key' && key.ownerId ? await tx.apiKey.findUnique({ where: { id: key.ownerId } }) : null;
+        return { kind: 'already_attributed' as const, key, ownerKey };
+      }
+      if (attribution.kind === 'service') {
+        const attributed = await tx.apiKey.update({ where: { id }, data: { ownerUnknown: false } });
+        await appendAuditEvents(tx, orgId, [event(attributed)]);
+        return { kind: 'attributed' as const, keys: [attributed] };
+      }
+      const [member] = await tx.$queryRaw<Pick<Member, 'id' | 'role'>[]>`
+        SELECT ${MEMBER_ID_AND_ROLE} FROM members WHERE org_id = ${orgId}::uuid AND email_key = ${attribution.email.toLowerCase()} FOR SHARE`;
+      if (!member) return { kind: 'no_member' as const };
+      // The keys it made belong to its principal (stored flattened, see ag_principal_of): the member's now.
+      const made = await tx.apiKey.findMany({ where: { orgId, ownerType: 'key', ownerId: id }, orderBy: { createdAt: 'asc' } });
+      const beyond = [key, ...made]
+        .filter((candidate) => candidate.revokedAt === null)
+        .map((candidate) => ({ key: candidate, scopes: beyondRole(member.role, candidate.scopes) }))
+        .filter((candidate) => candidate.scopes.length > 0);
+      if (beyond.length > 0) return { kind: 'beyond_role' as const, role: member.role, beyond };
+      const owner = { ownerUnknown: false, ownerType: 'user' as const, ownerId: member.id };
+      const attributed = await tx.apiKey.update({ where: { id }, data: owner });
+      const followers = await tx.apiKey.updateManyAndReturn({ where: { id: { in: made.map((child) => child.id) } }, data: owner });
+      const keys = [attributed, ...followers];
+      await appendAuditEvents(tx, orgId, keys.map(event));
+      return { kind: 'attributed' as const, keys };
+    });
   }
 
   /**

@@ -41,9 +41,12 @@ export const ROLE_SCOPES: Record<MemberRole, ReadonlySet<Scope>> = {
   admin: new Set(SCOPES),
 };
 
-/** How the caller proved who it is: an API key (with its owner), or a member's session cookie. */
+/**
+ * How the caller proved who it is: an API key (with its owner, and whether whose it is is unknown:
+ * see docs/members-and-channels.md#keys-made-before-owners), or a member's session cookie.
+ */
 export type Principal =
-  | { type: 'api_key'; keyId: string; owner: KeyOwner | null }
+  | { type: 'api_key'; keyId: string; owner: KeyOwner | null; ownerUnknown: boolean }
   | { type: 'session'; sessionId: string; memberId: string; email: string; role: MemberRole; csrfToken: string };
 
 /** The authenticated caller: the organization every query is scoped to, and who acts. */

@@ -1,11 +1,12 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, Sql } from '../../data/database.js';
+import { Prisma, type OutboxMessage } from '../../generated/prisma/client.js';
+import { AUDIT_EVENT_COLUMNS } from '../audit/audit-columns.js';
 import type { Actor, DomainEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from './domain-events.js';
+import { OUTBOX_MESSAGE_COLUMNS } from './outbox-columns.js';
 
-export interface ClaimedMessage {
-  id: bigint;
-  eventId: string;
-}
+export type ClaimedMessage = Pick<OutboxMessage, 'id' | 'eventId'>;
 
 interface DomainEventRow {
   id: string;
@@ -18,10 +19,24 @@ interface DomainEventRow {
   body: { data?: Record<string, unknown> } | null;
 }
 
+const CLAIMED_COLUMNS = Prisma.raw(selectList(pickColumns(OUTBOX_MESSAGE_COLUMNS, ['id', 'eventId'])));
+
+const outbox = qualified('o', OUTBOX_MESSAGE_COLUMNS);
+const audit = qualified('a', AUDIT_EVENT_COLUMNS);
+const DOMAIN_EVENT_COLUMNS = selectList({
+  id: outbox.eventId,
+  type: outbox.eventType,
+  orgId: outbox.orgId,
+  seq: outbox.auditSeq,
+  actor: audit.actor,
+  createdAt: `COALESCE(${audit.createdAt}, ${outbox.createdAt})`,
+  data: audit.data,
+  body: outbox.body,
+} satisfies ColumnMap<DomainEventRow>);
+
 /** An outbox row with the audit event it points at, or its own body for an event outside the chain. */
 const SELECT_DOMAIN_EVENTS = `
-  SELECT o.event_id AS id, o.event_type AS type, o.org_id AS "orgId", o.audit_seq AS seq,
-         a.actor, COALESCE(a.created_at, o.created_at) AS "createdAt", a.data, o.body
+  SELECT ${DOMAIN_EVENT_COLUMNS}
   FROM outbox_messages o
   LEFT JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
   WHERE o.event_id = ANY ($1::uuid[])
@@ -47,7 +62,7 @@ export class OutboxStore {
         ORDER BY id
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED)
-      RETURNING id, event_id AS "eventId"`;
+      RETURNING ${CLAIMED_COLUMNS}`;
   }
 
   /** The domain events of these ids, in outbox order; unknown ids are left out. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { selectList, type ColumnMap } from '../../data/columns.js';
+import { pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, Sql } from '../../data/database.js';
-import type { Policy } from '../../generated/prisma/client.js';
+import { Prisma, type Policy } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import type { PolicyDocument } from './policy-schemas.js';
@@ -28,6 +28,7 @@ export const POLICY_COLUMNS = {
 } as const satisfies ColumnMap<Policy>;
 
 const SELECT_POLICY = `SELECT ${selectList(POLICY_COLUMNS)} FROM policies`;
+const POLICY_KEY = Prisma.raw(selectList(pickColumns(POLICY_COLUMNS, ['key'])));
 
 /** Policies of one organization; every query is scoped to the id given at construction. */
 export class PolicyStore {
@@ -72,8 +73,8 @@ export class PolicyStore {
     const target = document.escalateTo;
     return this.db.$transaction(async (tx) => {
       if (target !== null && target !== key) {
-        const held = await tx.$queryRaw<{ key: string }[]>`
-          SELECT key FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${target} FOR KEY SHARE`;
+        const held = await tx.$queryRaw<Pick<Policy, 'key'>[]>`
+          SELECT ${POLICY_KEY} FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${target} FOR KEY SHARE`;
         if (held.length === 0) return 'unknown_escalation_target' as const;
       }
       const policy = await tx.policy.upsert({
@@ -93,11 +94,11 @@ export class PolicyStore {
    */
   delete(key: string, event: AuditEventDraft): Promise<'deleted' | 'not_found' | { referencedBy: string[] }> {
     return this.db.$transaction(async (tx) => {
-      const locked = await tx.$queryRaw<{ key: string }[]>`
-        SELECT key FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${key} FOR UPDATE`;
+      const locked = await tx.$queryRaw<Pick<Policy, 'key'>[]>`
+        SELECT ${POLICY_KEY} FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${key} FOR UPDATE`;
       if (locked.length === 0) return 'not_found' as const;
-      const referencing = await tx.$queryRaw<{ key: string }[]>`
-        SELECT key FROM policies WHERE org_id = ${this.orgId}::uuid AND escalate_to = ${key} AND key <> ${key} ORDER BY key`;
+      const referencing = await tx.$queryRaw<Pick<Policy, 'key'>[]>`
+        SELECT ${POLICY_KEY} FROM policies WHERE org_id = ${this.orgId}::uuid AND escalate_to = ${key} AND key <> ${key} ORDER BY key`;
       if (referencing.length > 0) return { referencedBy: referencing.map((row) => row.key) };
       await tx.policy.delete({ where: { orgId_key: { orgId: this.orgId, key } } });
       await appendAuditEvents(tx, this.orgId, [event]);

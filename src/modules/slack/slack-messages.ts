@@ -13,9 +13,20 @@ export interface SlackMessage {
 /** A section's text is at most 3,000 characters; the payload's code block stays under it. */
 const PAYLOAD_CHARACTERS = 2_500;
 
-/** Slack mrkdwn treats &, < and > as control characters; everything from a request goes through this. */
+/**
+ * Slack treats &, < and > as control characters in every text it is sent (a message's fallback
+ * `text`, mrkdwn and plain_text objects, ephemeral messages): `<!channel>` mentions everyone and
+ * `<http://evil|bank>` disguises a link. Every text that holds anything of a request, a vote or a
+ * member goes through this (see docs/members-and-channels.md).
+ */
 export function slackEscape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** Escaped, then cut to `max` characters without leaving half an entity at the end. */
+function slackEscapeWithin(text: string, max: number): string {
+  const escaped = slackEscape(text);
+  return escaped.length <= max ? escaped : escaped.slice(0, max).replace(/&[a-z]{0,3}$/, '');
 }
 
 /** The Block Kit date token: shown in each reader's own time zone, with the ISO time as fallback. */
@@ -44,7 +55,7 @@ export function approvalMessage(approval: ApprovalView, consoleUrl: string): Sla
     ...(approval.quorum > 1 ? [`*Approvals needed:* ${approval.quorum}`] : []),
   ];
   const blocks: Blocks = [
-    { type: 'header', text: { type: 'plain_text', text: `Approval needed: ${approval.action}`.slice(0, 150) } },
+    { type: 'header', text: { type: 'plain_text', text: slackEscapeWithin(`Approval needed: ${approval.action}`, 150) } },
     { type: 'section', text: { type: 'mrkdwn', text: facts.join('\n') } },
     { type: 'section', text: { type: 'mrkdwn', text: '```' + slackEscape(payload.text).replace(/```/g, "'''") + '```' } },
     { type: 'context', elements: [{ type: 'mrkdwn', text: `${slackEscape(outcome)} <${consoleUrl}|Open in console>` }] },
@@ -59,7 +70,7 @@ export function approvalMessage(approval: ApprovalView, consoleUrl: string): Sla
       ],
     });
   }
-  return { text: `${pending ? 'Approval needed' : outcome}: ${approval.action}`, blocks };
+  return { text: slackEscape(`${pending ? 'Approval needed' : outcome}: ${approval.action}`), blocks };
 }
 
 function describeSettlement(approval: ApprovalView): string {

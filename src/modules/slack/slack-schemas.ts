@@ -27,6 +27,17 @@ export type SlackIntegrationView = z.output<typeof slackIntegrationViewSchema>;
 export const slackLinkInputSchema = z
   .strictObject({ token: z.string().min(1).max(200).meta({ description: 'The last path segment of the link Slack showed.' }) })
   .meta({ id: 'SlackLinkInput' });
+export type SlackLinkInput = z.output<typeof slackLinkInputSchema>;
+
+export const slackLinkPreviewSchema = z
+  .object({
+    teamId: z.string().meta({ description: 'The Slack workspace of the account the link would link.' }),
+    userId: z.string().meta({ description: 'The Slack user the link was sent to.' }),
+    expiresAt: z.iso.datetime().meta({ description: 'The link works until then, once.' }),
+    linkedToYou: z.boolean().meta({ description: 'Whether this Slack account is already linked to you.' }),
+  })
+  .meta({ id: 'SlackLinkPreview' });
+export type SlackLinkPreview = z.output<typeof slackLinkPreviewSchema>;
 
 /**
  * What one Slack user is told privately after pressing a button: a link to connect their Slack

@@ -1,16 +1,22 @@
 import { WebAPIPlatformError, type WebClient } from '@slack/web-api';
+import { pickColumns, selectList } from '../../data/columns.js';
 import type { Database } from '../../data/database.js';
+import type { SealedColumns } from '../../data/sealed-columns.js';
 import { NotFoundError, DependencyUnavailableError, ValidationError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
-import type { SlackIntegration } from '../../generated/prisma/client.js';
+import { Prisma, type SlackIntegration } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import { slackClient } from './slack-api.js';
+import { SLACK_INTEGRATION_COLUMNS } from './slack-columns.js';
 import type { SlackIntegrationInput, SlackIntegrationView } from './slack-schemas.js';
 import { isFreshSlackTimestamp, isSlackSignature } from './slack-signature.js';
+
+/** What the audit event of a removal names. */
+const REMOVED_INTEGRATION = Prisma.raw(selectList(pickColumns(SLACK_INTEGRATION_COLUMNS, ['teamId', 'channel'])));
 
 /** Calls from jobs may take their time; a call made while Slack waits for our answer (3 s) may not. */
 export const JOB_CALL_TIMEOUT_MS = 10_000;
@@ -32,6 +38,16 @@ export interface SlackOptions {
 
 /** Each sealed value is bound to its organization and field: copied elsewhere, it does not open. */
 const sealContext = (orgId: string, field: 'botToken' | 'signingSecret') => `slack:${orgId}:${field}`;
+
+/** The sealed columns of a connection, for `secrets:reseal`. */
+export const slackSecretColumns: SealedColumns = {
+  table: 'slack_integrations',
+  key: SLACK_INTEGRATION_COLUMNS.orgId,
+  columns: [
+    { name: SLACK_INTEGRATION_COLUMNS.botToken, context: (row) => sealContext(row.orgId, 'botToken') },
+    { name: SLACK_INTEGRATION_COLUMNS.signingSecret, context: (row) => sealContext(row.orgId, 'signingSecret') },
+  ],
+};
 
 /** Slack workspaces connected to organizations (see docs/members-and-channels.md); their secrets never leave this class. */
 export class SlackService {
@@ -80,7 +96,7 @@ export class SlackService {
   async disconnect(tenant: Tenant): Promise<void> {
     const removed = await this.db.$transaction(async (tx) => {
       const [integration] = await tx.$queryRaw<Pick<SlackIntegration, 'teamId' | 'channel'>[]>`
-        DELETE FROM slack_integrations WHERE org_id = ${tenant.orgId}::uuid RETURNING team_id AS "teamId", channel`;
+        DELETE FROM slack_integrations WHERE org_id = ${tenant.orgId}::uuid RETURNING ${REMOVED_INTEGRATION}`;
       if (integration) await appendAuditEvents(tx, tenant.orgId, [integrationEvent('integration.removed', tenant, integration)]);
       return integration;
     });

@@ -6,6 +6,7 @@ import { FAILING_ENDPOINT_DISABLE_AFTER_MS, nextAttemptDelay } from './delivery-
 import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery } from './delivery-store.js';
 import type { EndpointSlots } from './endpoint-slots.js';
 import { sendWebhook, type AttemptResult } from './webhook-sender.js';
+import type { WebhookSecrets } from './webhook-secrets.js';
 import { signDelivery } from './webhook-signing.js';
 
 /** One attempt of one delivery: a retry, a redelivery, a sweep, or a first attempt on its own. */
@@ -32,6 +33,8 @@ export interface DeliveryOptions {
   backoffScale: number;
   /** How overdue a next attempt must be before the sweeper assumes its job was lost. */
   stalledGraceMs: number;
+  /** Opens the endpoints' stored secrets to sign with. */
+  secrets: WebhookSecrets;
   timeoutMs?: number;
 }
 
@@ -137,7 +140,9 @@ export class DeliveryService {
     const attemptedAt = new Date();
     try {
       const { rawBody } = target;
-      const headers = signDelivery({ secrets: target.endpoint.secrets, eventId: target.eventId, deliveryId, rawBody });
+      const endpoint = { orgId: target.orgId, endpointId: target.endpoint.id };
+      const secrets = target.endpoint.storedSecrets.map((stored) => this.options.secrets.fromStored(endpoint, stored));
+      const headers = signDelivery({ secrets, eventId: target.eventId, deliveryId, rawBody });
       result = await sendWebhook({
         url: target.endpoint.url,
         headers: { ...headers },

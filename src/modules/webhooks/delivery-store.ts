@@ -1,6 +1,10 @@
+import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, Sql } from '../../data/database.js';
+import type { WebhookDelivery } from '../../generated/prisma/client.js';
 import { GroupCommit } from '../../lib/group-commit.js';
 import { serializeAuditEvent, type Actor, type SerializedAuditEvent } from '../audit/audit-events.js';
+import { OUTBOX_MESSAGE_COLUMNS } from '../outbox/outbox-columns.js';
+import { WEBHOOK_DELIVERY_COLUMNS, WEBHOOK_ENDPOINT_COLUMNS } from './webhook-columns.js';
 
 /** Everything one attempt needs, read fresh for every attempt (jobs carry ids only). */
 export interface AttemptTarget {
@@ -16,8 +20,11 @@ export interface AttemptTarget {
     url: string;
     enabled: boolean;
     failingSince: Date | null;
-    /** Newest first: the current secret, then the previous one while its grace period lasts. */
-    secrets: string[];
+    /**
+     * Newest first: the current secret, then the previous one while its grace period lasts; as
+     * stored (sealed when SECRETS_ENCRYPTION_KEY is set), opened only to sign.
+     */
+    storedSecrets: string[];
   };
 }
 
@@ -30,10 +37,7 @@ export interface AttemptRecord {
   responseBody: string | null;
 }
 
-export interface PendingDelivery {
-  id: string;
-  attemptCount: number;
-}
+export type PendingDelivery = Pick<WebhookDelivery, 'id' | 'attemptCount'>;
 
 /** How an attempt leaves the delivery and its endpoint. */
 export type AttemptResolution =
@@ -63,6 +67,19 @@ interface TargetRow {
   previousSecret: string | null;
 }
 
+const PENDING_COLUMNS = selectList(pickColumns(WEBHOOK_DELIVERY_COLUMNS, ['id', 'attemptCount']));
+
+const delivery = qualified('d', WEBHOOK_DELIVERY_COLUMNS);
+const endpoint = qualified('e', WEBHOOK_ENDPOINT_COLUMNS);
+const TARGET_COLUMNS = selectList({
+  deliveryId: delivery.id,
+  ...pickColumns(delivery, ['orgId', 'status', 'attemptCount', 'eventId']),
+  rawBody: `${qualified('o', OUTBOX_MESSAGE_COLUMNS).body}::text`,
+  endpointId: endpoint.id,
+  ...pickColumns(endpoint, ['url', 'enabled', 'failingSince', 'secret']),
+  previousSecret: `CASE WHEN ${endpoint.previousSecretExpiresAt} > clock_timestamp() THEN ${endpoint.previousSecret} END`,
+} satisfies ColumnMap<TargetRow>);
+
 function toTarget(row: TargetRow): AttemptTarget {
   return {
     deliveryId: row.deliveryId,
@@ -76,7 +93,7 @@ function toTarget(row: TargetRow): AttemptTarget {
       url: row.url,
       enabled: row.enabled,
       failingSince: row.failingSince,
-      secrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
+      storedSecrets: row.previousSecret ? [row.secret, row.previousSecret] : [row.secret],
     },
   };
 }
@@ -105,7 +122,7 @@ export class DeliveryStore {
          UNION ALL
          SELECT id, endpoint_id, attempt_count FROM webhook_deliveries
          WHERE event_id = ANY ($1::uuid[]) AND status = 'pending' AND attempt_count = 0)
-       SELECT id, attempt_count AS "attemptCount" FROM pending
+       SELECT ${PENDING_COLUMNS} FROM pending
        ORDER BY row_number() OVER (PARTITION BY endpoint_id), endpoint_id`,
       [eventIds],
     );
@@ -115,9 +132,7 @@ export class DeliveryStore {
   async loadTargets(deliveryIds: readonly string[]): Promise<(AttemptTarget | null)[]> {
     const rows = await this.sql.query<TargetRow>(
       'delivery-targets',
-      `SELECT d.id AS "deliveryId", d.org_id AS "orgId", d.status, d.attempt_count AS "attemptCount", d.event_id AS "eventId",
-              o.body::text AS "rawBody", e.id AS "endpointId", e.url, e.enabled, e.failing_since AS "failingSince", e.secret,
-              CASE WHEN e.previous_secret_expires_at > clock_timestamp() THEN e.previous_secret END AS "previousSecret"
+      `SELECT ${TARGET_COLUMNS}
        FROM webhook_deliveries d
        JOIN webhook_endpoints e ON e.id = d.endpoint_id
        JOIN outbox_messages o ON o.event_id = d.event_id

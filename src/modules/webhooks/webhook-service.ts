@@ -14,7 +14,7 @@ import type {
   WebhookEndpointWithSecret,
   WebhookUpdateInput,
 } from './webhook-schemas.js';
-import { generateWebhookSecret } from './webhook-secrets.js';
+import { generateWebhookSecret, type WebhookSecrets } from './webhook-secrets.js';
 import { WebhookStore, type DeliveryWithAttempts, type WebhookEndpoint } from './webhook-store.js';
 import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError } from './webhook-url-guard.js';
 
@@ -29,6 +29,8 @@ export interface WebhookAfterCommit {
 export interface WebhookOptions {
   /** Whether URLs may resolve to loopback, private or link-local addresses (the SSRF guard). */
   allowPrivateUrls: boolean;
+  /** How signing secrets are stored: sealed when SECRETS_ENCRYPTION_KEY is set. */
+  secrets: WebhookSecrets;
 }
 
 export class WebhookService {
@@ -45,11 +47,12 @@ export class WebhookService {
   async create(tenant: Tenant, input: WebhookCreateInput): Promise<WebhookEndpointWithSecret> {
     await this.checkHost(input.url);
     const id = randomUUID();
+    const secret = generateWebhookSecret();
     const endpoint = await this.store(tenant).create(
-      { id, url: input.url, events: input.events, secret: generateWebhookSecret() },
+      { id, url: input.url, events: input.events, secret: this.options.secrets.toStored({ orgId: tenant.orgId, endpointId: id }, secret) },
       auditEvent(tenant, 'webhook.created', { endpointId: id, url: input.url, events: input.events, enabled: true }),
     );
-    return withSecret(endpoint);
+    return withSecret(endpoint, secret);
   }
 
   async list(tenant: Tenant): Promise<WebhookEndpointView[]> {
@@ -77,14 +80,15 @@ export class WebhookService {
   async rotateSecret(tenant: Tenant, id: string): Promise<WebhookEndpointWithSecret> {
     const now = new Date();
     const previousSecretExpiresAt = new Date(now.getTime() + PREVIOUS_SECRET_GRACE_MS);
+    const secret = generateWebhookSecret();
     const endpoint = await this.store(tenant).rotateSecret(
       id,
-      generateWebhookSecret(),
+      this.options.secrets.toStored({ orgId: tenant.orgId, endpointId: id }, secret),
       previousSecretExpiresAt,
       auditEvent(tenant, 'webhook.secret_rotated', { endpointId: id, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() }, now),
     );
     if (!endpoint) throw endpointNotFound(id);
-    return withSecret(endpoint);
+    return withSecret(endpoint, secret);
   }
 
   async listDeliveries(tenant: Tenant, endpointId: string, limit: number): Promise<WebhookDeliveryView[]> {
@@ -147,8 +151,9 @@ function toEndpointView(endpoint: WebhookEndpoint): WebhookEndpointView {
   };
 }
 
-function withSecret(endpoint: WebhookEndpoint): WebhookEndpointWithSecret {
-  return { ...toEndpointView(endpoint), secret: endpoint.secret };
+/** The view with the secret as made (the row holds it sealed when a key is set): shown once, never read back. */
+function withSecret(endpoint: WebhookEndpoint, secret: string): WebhookEndpointWithSecret {
+  return { ...toEndpointView(endpoint), secret };
 }
 
 function toDeliveryView(delivery: DeliveryWithAttempts): WebhookDeliveryView {

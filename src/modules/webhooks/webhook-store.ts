@@ -1,12 +1,16 @@
+import { pickColumns, selectList } from '../../data/columns.js';
 import type { Database } from '../../data/database.js';
-import type { Prisma, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../generated/prisma/client.js';
+import { Prisma, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
+import { WEBHOOK_ENDPOINT_COLUMNS } from './webhook-columns.js';
 
 export type { WebhookEndpoint };
 export type NewWebhookEndpoint = Pick<WebhookEndpoint, 'id' | 'url' | 'events' | 'secret'>;
 export type WebhookEndpointChanges = Partial<Pick<WebhookEndpoint, 'url' | 'events' | 'enabled' | 'disabledReason' | 'failingSince'>>;
 export type DeliveryWithAttempts = WebhookDelivery & { attempts: WebhookAttempt[] };
+
+const DELETED_URL = Prisma.raw(selectList(pickColumns(WEBHOOK_ENDPOINT_COLUMNS, ['url'])));
 
 const withAttempts = { attempts: { orderBy: [{ attemptedAt: 'asc' }, { id: 'asc' }] } } satisfies Prisma.WebhookDeliveryInclude;
 
@@ -71,8 +75,8 @@ export class WebhookStore {
    */
   delete(id: string, event: (url: string) => AuditEventDraft): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
-      const [deleted] = await tx.$queryRaw<{ url: string }[]>`
-        DELETE FROM webhook_endpoints WHERE id = ${id}::uuid AND org_id = ${this.orgId}::uuid RETURNING url`;
+      const [deleted] = await tx.$queryRaw<Pick<WebhookEndpoint, 'url'>[]>`
+        DELETE FROM webhook_endpoints WHERE id = ${id}::uuid AND org_id = ${this.orgId}::uuid RETURNING ${DELETED_URL}`;
       if (!deleted) return false;
       await appendAuditEvents(tx, this.orgId, [event(deleted.url)]);
       return true;
