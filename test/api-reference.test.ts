@@ -83,7 +83,7 @@ describe('the reference page in Chromium', () => {
     await page.goto('/docs');
     // Swagger UI renders the operations once its bundle (megabytes) has run: a page load, not a step.
     await page.getByText('Create an approval request; the policy is evaluated at once').first().waitFor({ timeout: PAGE_LOAD_TIMEOUT_MS });
-    await page.getByText('Approve or reject a pending approval').first().waitFor();
+    await page.getByText('Approve, reject or request changes of a pending approval').first().waitFor();
     expect(await page.title()).toBe('Approval Gate API reference');
     // The whole document is long: the first screen shows what the page is.
     await screenshot(page, 'api-reference', { fullPage: false });

@@ -26,7 +26,7 @@ describe('POST /v1/approvals', () => {
     const res = await create({ action: 'refund', payload: { amount: 99.5 }, policyKey: 'refunds' }).expect(200);
     expect(res.body).toMatchObject({ status: 'approved', action: 'refund', payload: { amount: 99.5 }, expiresAt: null, feedback: null });
     expect(res.body).not.toHaveProperty('context');
-    // The spec's fields and the extensions of contract C3 (amended), nothing else.
+    // The spec's fields and the extensions of contract C3 (amended) and C16, nothing else.
     expect(Object.keys(res.body).sort()).toEqual([
       'action',
       'agent',
@@ -41,6 +41,8 @@ describe('POST /v1/approvals', () => {
       'payloadHash',
       'policyKey',
       'quorum',
+      'revision',
+      'revisions',
       'status',
       'votes',
     ]);

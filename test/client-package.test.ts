@@ -153,6 +153,7 @@ export const event = verifyWebhook({ rawBody: '{}', headers: {}, secret: 'whsec_
         'get_approval',
         'list_approvals',
         'request_approval',
+        'revise_approval',
       ]);
     } finally {
       await client.close();

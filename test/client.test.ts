@@ -206,6 +206,78 @@ describe('requestApproval', () => {
   }, 120_000);
 });
 
+describe('request changes', () => {
+  /** The pending request of `action`, once it is waited on. */
+  async function waitedOn(action: string, revision: number): Promise<ApprovalView> {
+    const pending = await eventually(async () =>
+      (await approvalsOf(action)).find((approval) => approval.status === 'pending' && approval.revision === revision),
+    );
+    await eventually(() => env.services.settlements.waiting === 1);
+    return pending;
+  }
+
+  it('loops through onChangesRequested until approved: request changes, revise, approve', async () => {
+    const asked: [string, unknown][] = [];
+    const asking = agentOf(env.baseUrl).requestApproval(
+      { action: 'refund-loop', payload: { amount: 120 }, policyKey: 'review' },
+      {
+        wait: 30,
+        onChangesRequested: (feedback, suggested) => {
+          asked.push([feedback, suggested]);
+          return { amount: (suggested?.amount as number) ?? 0, reason: 'as suggested' };
+        },
+      },
+    );
+    const reviewer = reviewerOf(env.baseUrl);
+    const first = await waitedOn('refund-loop', 1);
+    await reviewer.decide(first.id, { verdict: 'changes_requested', feedback: 'Only 100.', suggestedPayload: { amount: 100 } });
+    const second = await waitedOn('refund-loop', 2);
+    expect(second).toMatchObject({ id: first.id, payload: { amount: 100, reason: 'as suggested' } });
+    await reviewer.decide(second.id, { verdict: 'approved', revision: 2 });
+
+    expect(await asking).toMatchObject({ id: first.id, status: 'approved', revision: 2, payload: { amount: 100, reason: 'as suggested' } });
+    expect(asked).toEqual([['Only 100.', { amount: 100 }]]);
+    expect(await approvalsOf('refund-loop')).toHaveLength(1);
+  });
+
+  it('stops with the request for changes when the handler answers null, or when there is none', async () => {
+    const reviewer = reviewerOf(env.baseUrl);
+    for (const [action, onChangesRequested] of [
+      ['refund-stop', () => null],
+      ['refund-none', undefined],
+    ] as const) {
+      const asking = agentOf(env.baseUrl).requestApproval(
+        { action, payload: { amount: 120 }, policyKey: 'review' },
+        { wait: 30, ...(onChangesRequested ? { onChangesRequested } : {}) },
+      );
+      const pending = await waitedOn(action, 1);
+      await reviewer.decide(pending.id, { verdict: 'changes_requested', feedback: 'No weekend refunds.' });
+      expect(await asking).toMatchObject({
+        id: pending.id,
+        status: 'changes_requested',
+        feedback: 'No weekend refunds.',
+        suggestedPayload: null,
+        revision: 1,
+      });
+    }
+  });
+
+  it('revises with revise(id, { payload, note }), and refuses another principal with an ApiError', async () => {
+    const agent = agentOf(env.baseUrl);
+    const reviewer = reviewerOf(env.baseUrl);
+    const created = await agent.requestApproval({ action: 'refund-revise', payload: { amount: 120 }, policyKey: 'review' }, { wait: 0 });
+    await reviewer.decide(created.id, { verdict: 'changes_requested', feedback: 'Say why.' });
+    const refused = await reviewer.revise(created.id, { payload: { amount: 1 } }).catch((caught: unknown) => caught);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({ status: 403, code: 'forbidden' });
+    const revised = await agent.revise(created.id, { payload: { amount: 120, why: 'late parcel' }, note: 'Added the reason.' });
+    expect(revised).toMatchObject({ status: 'pending', revision: 2 });
+    expect(revised.revisions[1]).toMatchObject({ revision: 2, note: 'Added the reason.', feedback: 'Say why.' });
+    await reviewer.decide(created.id, { verdict: 'rejected', feedback: 'Still no.' });
+    expect(await agent.waitForDecision(revised, { wait: 5 })).toMatchObject({ status: 'rejected', feedback: 'Still no.' });
+  });
+});
+
 describe('ApiError', () => {
   it('carries the problem details of a refused request', async () => {
     const error = await agentOf(env.baseUrl)

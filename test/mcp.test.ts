@@ -39,9 +39,64 @@ afterAll(async () => {
 type Outcome = Record<string, unknown> & { approvalId: string; instruction: string };
 
 describe('MCP server over stdio', () => {
-  it('lists its three tools with input schemas from the approval schemas', async () => {
+  it('returns a request for changes with the feedback and an instruction to revise; revise_approval sends the revision and waits', async () => {
+    const pendingOf = (revision: number) =>
+      eventually(async () => {
+        const listed = (await org.asReviewer('get', '/v1/approvals?action=mcp-refund&status=pending').expect(200)).body.approvals as {
+          id: string;
+          revision: number;
+        }[];
+        return listed.find((approval) => approval.revision === revision);
+      });
+    const asking = agent.callTool({
+      name: 'request_approval',
+      arguments: { action: 'mcp-refund', payload: { amount: 120 }, policyKey: 'review', waitSeconds: 20 },
+    });
+    const first = await pendingOf(1);
+    await eventually(() => env.services.settlements.waiting === 1);
+    await org
+      .asReviewer('post', `/v1/approvals/${first.id}/decision`)
+      .send({ verdict: 'changes_requested', feedback: 'Only 100, please.', suggestedPayload: { amount: 100 } })
+      .expect(200);
+    const asked = await asking;
+    expect(asked.isError).toBeFalsy();
+    expect(asked.structuredContent).toMatchObject({
+      approvalId: first.id,
+      status: 'changes_requested',
+      settled: true,
+      feedback: 'Only 100, please.',
+      suggestedPayload: { amount: 100 },
+      revision: 1,
+      payload: null,
+    });
+    const instruction = (asked.structuredContent as Outcome).instruction;
+    expect(instruction).toContain('do not execute');
+    expect(instruction).toContain('Only 100, please.');
+    expect(instruction).toContain('revise_approval');
+
+    const revising = agent.callTool({
+      name: 'revise_approval',
+      arguments: { approvalId: first.id, payload: { amount: 100 }, note: 'Lowered to 100.', waitSeconds: 20 },
+    });
+    await pendingOf(2);
+    await eventually(() => env.services.settlements.waiting === 1);
+    await org.asReviewer('post', `/v1/approvals/${first.id}/decision`).send({ verdict: 'approved', revision: 2 }).expect(200);
+    const revised = await revising;
+    expect(revised.isError).toBeFalsy();
+    expect(revised.structuredContent).toMatchObject({ approvalId: first.id, status: 'approved', payload: { amount: 100 }, edited: false });
+
+    // A second revision of a settled request is refused, as a tool error the model can read.
+    const again = await agent.callTool({ name: 'revise_approval', arguments: { approvalId: first.id, payload: { amount: 1 } } });
+    expect(again.isError).toBe(true);
+    expect(JSON.stringify(again.content)).toContain('409 (conflict)');
+  });
+
+  it('lists its four tools with input schemas from the approval schemas', async () => {
     const { tools } = await agent.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['get_approval', 'list_approvals', 'request_approval']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['get_approval', 'list_approvals', 'request_approval', 'revise_approval']);
+    const revise = tools.find((tool) => tool.name === 'revise_approval')!;
+    expect(revise.inputSchema.required).toEqual(expect.arrayContaining(['approvalId', 'payload']));
+    expect(revise.inputSchema.properties).toMatchObject({ payload: { type: 'object' }, note: expect.anything() });
     const request = tools.find((tool) => tool.name === 'request_approval')!;
     expect(request.inputSchema.required).toEqual(expect.arrayContaining(['action', 'payload', 'policyKey']));
     expect(request.inputSchema.properties).toMatchObject({

@@ -136,7 +136,7 @@ describe('the voter is the principal, not the credential', () => {
     const minted = await mint(admin.request, ['approvals:decide']);
     await minted.request('post', `/v1/approvals/${id}/decision`).send(decision).expect(200);
     await admin.request('post', `/v1/approvals/${id}/decision`).send(decision).expect(409);
-    const links = await env.services.decisionLinks.issue(org.orgId, { id, expiresAt }, admin.id);
+    const links = await env.services.decisionLinks.issue(org.orgId, { id, expiresAt, revision: 1 }, admin.id);
     const confirmed = await confirmLink(env, links.approve);
     expect(confirmed.status).toBe(409);
     expect(confirmed.text).toContain('You voted on this request already');

@@ -49,10 +49,10 @@ describe('validation messages are sentences naming the field', () => {
 
   it('POST /v1/approvals/:id/decision: the verdict options and the feedback limit', async () => {
     expect(await errorsOf('post', `/v1/approvals/${approvalId}/decision`, {})).toEqual([
-      { path: 'verdict', message: "verdict is required and must be 'approved' or 'rejected'" },
+      { path: 'verdict', message: "verdict is required and must be one of 'approved', 'rejected' or 'changes_requested'" },
     ]);
     expect(await errorsOf('post', `/v1/approvals/${approvalId}/decision`, { verdict: 'ok', feedback: 'f'.repeat(5001) })).toEqual([
-      { path: 'verdict', message: "verdict must be 'approved' or 'rejected'" },
+      { path: 'verdict', message: "verdict must be one of 'approved', 'rejected' or 'changes_requested'" },
       { path: 'feedback', message: 'feedback must be a string of at most 5000 characters' },
     ]);
   });
@@ -113,7 +113,7 @@ describe('validation messages are sentences naming the field', () => {
       {
         path: 'events.0',
         message:
-          "events.0 must be one of 'approval.approved', 'approval.rejected', 'approval.expired', 'approval.escalated', 'approval.orphaned' or 'audit.checkpoint'",
+          "events.0 must be one of 'approval.approved', 'approval.rejected', 'approval.expired', 'approval.escalated', 'approval.orphaned', 'approval.changes_requested', 'approval.revised' or 'audit.checkpoint'",
       },
       { path: 'enabled', message: 'enabled must be true or false' },
     ]);

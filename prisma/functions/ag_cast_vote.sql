@@ -3,10 +3,11 @@
 -- reach the approval's quorum. A voter is a principal, not a credential (ag_principal_key): a
 -- member votes once, whether through the console, a link, Slack or any key they own. The approval
 -- row is locked for the whole call, so concurrent votes are counted one after another: none is
--- lost, and only one can settle. Returns 'recorded' (a vote under quorum: p_recorded_events
--- appended), 'settled' (p_settlement applied, p_settled_events appended), 'not_pending' (settled,
--- expired or past its deadline), 'duplicate_voter', or the refusal of ag_decision_refusal. The
--- chain head is taken first, as on every write path.
+-- lost, and only one can settle. A request for changes settles at once, as a rejection does.
+-- Returns 'recorded' (a vote under quorum: p_recorded_events appended), 'settled' (p_settlement
+-- applied, p_settled_events appended), 'not_pending' (settled, expired, past its deadline, or not
+-- at the revision the vote names in p_vote.revision, when it names one), 'duplicate_voter', or the
+-- refusal of ag_decision_refusal. The chain head is taken first, as on every write path.
 CREATE OR REPLACE FUNCTION ag_cast_vote(
   p_org uuid, p_id uuid, p_voter jsonb, p_channel text, p_vote jsonb,
   p_recorded_events jsonb, p_settlement jsonb, p_settled_events jsonb)
@@ -22,7 +23,8 @@ BEGIN
   -- By primary key: the organization by IS NOT DISTINCT FROM, which no index serves (see oneApproval
   -- in approval-store.ts: a plan made on lagging statistics may otherwise walk the organization).
   SELECT * INTO v_approval FROM approvals WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org FOR UPDATE;
-  IF NOT FOUND OR v_approval.status <> 'pending' OR v_approval.expires_at <= clock_timestamp() THEN
+  IF NOT FOUND OR v_approval.status <> 'pending' OR v_approval.expires_at <= clock_timestamp()
+     OR (p_vote->>'revision')::integer <> v_approval.revision THEN
     RETURN 'not_pending';
   END IF;
 

@@ -1,9 +1,11 @@
--- Moves a pending approval to a terminal state with its audit events. Returns false, changing
--- nothing, when the approval is no longer pending or not on the required side of its deadline:
--- a decision needs 'before' (expires_at still ahead), a timeout needs 'reached'. The two
--- conditions exclude each other, so a decision racing the expiry has exactly one winner, and
--- the conditional update decides races between deciders. The chain head is taken first, as on
--- every write path (ag_take_chain_head).
+-- Settles a pending approval with its audit events: a terminal state, or 'changes_requested',
+-- which keeps its deadline (p_changes.expiresAt) and may carry a suggested payload. Returns false,
+-- changing nothing, when the approval is not on the required side of its deadline, or not in a
+-- state that side may settle: a decision needs 'before' (expires_at still ahead) and a pending
+-- approval; a timeout needs 'reached', and expires a request waiting for changes as it does a
+-- pending one. The two conditions exclude each other, so a decision racing the expiry has exactly
+-- one winner, and the conditional update decides races between deciders. The chain head is taken
+-- first, as on every write path (ag_take_chain_head).
 CREATE OR REPLACE FUNCTION ag_settle_approval(p_org uuid, p_id uuid, p_changes jsonb, p_events jsonb, p_deadline text)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -23,12 +25,13 @@ BEGIN
     decided_at   = (p_changes->>'decidedAt')::timestamptz,
     decided_by   = NULLIF(p_changes->'decidedBy', 'null'::jsonb),
     escalated_to = (p_changes->>'escalatedTo')::uuid,
-    expires_at   = NULL
+    expires_at   = (p_changes->>'expiresAt')::timestamptz,
+    suggested_payload = NULLIF(p_changes->'suggestedPayload', 'null'::jsonb)
   -- By primary key, as in ag_cast_vote: the organization by IS NOT DISTINCT FROM, which no index serves.
-  WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org AND status = 'pending'
+  WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org
     AND CASE p_deadline
-          WHEN 'before' THEN expires_at > clock_timestamp()
-          ELSE expires_at <= clock_timestamp()
+          WHEN 'before' THEN status = 'pending' AND expires_at > clock_timestamp()
+          ELSE status IN ('pending', 'changes_requested') AND expires_at <= clock_timestamp()
         END;
 
   IF NOT FOUND THEN

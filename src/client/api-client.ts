@@ -26,6 +26,7 @@ import type {
   PolicyList,
   PolicyListQuery,
   PolicyView,
+  RevisionInput,
   Problem,
   SessionView,
   SignInInput,
@@ -124,6 +125,8 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
         request<ApprovalView>('POST', '/v1/approvals', { body: input, signal }),
       decide: (id: string, decision: DecisionInput) =>
         request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/decision`, { body: decision }),
+      revise: (id: string, input: RevisionInput, { signal }: { signal?: AbortSignal } = {}) =>
+        request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/revisions`, { body: input, signal }),
     },
     audit: {
       page: (query: Omit<AuditQuery, 'format'> = {}) => request<AuditPage>('GET', '/v1/audit', { query }),

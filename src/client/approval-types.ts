@@ -20,5 +20,7 @@ export type ApprovalList = Out<typeof approvals.approvalListSchema>;
 export type ApprovalListQuery = In<typeof approvals.approvalListQuerySchema>;
 export type ApprovalCreateInput = In<typeof approvals.approvalCreateSchema>;
 export type DecisionInput = In<typeof approvals.decisionSchema>;
+export type RevisionInput = In<typeof approvals.revisionInputSchema>;
+export type Revision = Out<typeof approvals.revisionSchema>;
 export type Decider = Out<typeof approvals.deciderSchema>;
 export type Vote = Out<typeof approvals.voteSchema>;

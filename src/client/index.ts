@@ -5,7 +5,7 @@
  */
 import { createApiClient } from './api-client.js';
 import { retryingFetch, type RetryOptions } from './retrying-fetch.js';
-import type { ApprovalCreateInput, ApprovalList, ApprovalListQuery, ApprovalView, DecisionInput } from './approval-types.js';
+import type { ApprovalCreateInput, ApprovalList, ApprovalListQuery, ApprovalView, DecisionInput, RevisionInput } from './approval-types.js';
 
 export { ApiError } from './api-error.js';
 export type { RetryEvent, RetryOptions } from './retrying-fetch.js';
@@ -44,6 +44,33 @@ export interface RequestApprovalOptions {
   onWait?: (approval: ApprovalView) => void;
 }
 
+/** The payload a request for changes asked about, revised; or null to stop and return the request for changes. */
+export type ChangesRequestedHandler = (
+  feedback: string,
+  suggestedPayload: Record<string, unknown> | null,
+  approval: ApprovalView,
+) => Record<string, unknown> | null | Promise<Record<string, unknown> | null>;
+
+export interface RequestApprovalLoopOptions extends RequestApprovalOptions {
+  /**
+   * Called when a reviewer asks for changes, with their feedback and the payload they suggest (or
+   * null): its answer is sent as the next revision and waited for in turn, until the request is
+   * approved or rejected (or `wait` runs out). Answering null stops there: the request is returned
+   * as it is, `changes_requested`. Without it, a request for changes is returned at once.
+   */
+  onChangesRequested?: ChangesRequestedHandler;
+}
+
+export interface ReviseOptions {
+  /** Reviewer-facing context for the revision; kept as it was when left out. */
+  context?: RevisionInput['context'];
+  /** What changed, for the reviewers. */
+  note?: string;
+  /** Made here when not given, so that retries through a dropped connection make one revision. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
 export interface ApprovalGateClient {
   /**
    * Creates an approval request and waits until it is settled or `wait` runs out. The creation
@@ -53,7 +80,18 @@ export interface ApprovalGateClient {
    * the chain (its `escalatedFrom` says it is a successor). When approved, its `payload` is what to
    * execute: a reviewer may have edited it.
    */
-  requestApproval(input: ApprovalCreateInput, options?: RequestApprovalOptions): Promise<ApprovalView>;
+  requestApproval(input: ApprovalCreateInput, options?: RequestApprovalLoopOptions): Promise<ApprovalView>;
+  /**
+   * Answers a request for changes with a revised payload: the same approval, pending again (or
+   * settled at once when its policy decides the new payload). Only the principal that created the
+   * request may revise it. Returns at once; `waitForDecision` waits for the reviewers.
+   */
+  revise(id: string, revision: { payload: Record<string, unknown> } & ReviseOptions): Promise<ApprovalView>;
+  /**
+   * Waits, in reads of at most 30 s, until the approval is no longer pending or `wait` (default
+   * 300 s) runs out, following an escalation to its successor.
+   */
+  waitForDecision(approval: ApprovalView, options?: RequestApprovalOptions): Promise<ApprovalView>;
   /** Reads an approval; with `wait` (1–30 s) the API holds the read while it is pending. */
   getApproval(id: string, options?: { wait?: number; signal?: AbortSignal }): Promise<ApprovalView>;
   listApprovals(query?: ApprovalListQuery): Promise<ApprovalList>;
@@ -76,24 +114,59 @@ export function createApprovalGateClient({
 
   const getApproval: ApprovalGateClient['getApproval'] = (id, options) => retrying.approvals.get(id, options);
 
+  const revise: ApprovalGateClient['revise'] = (id, { payload, context, note, idempotencyKey, signal }) =>
+    retrying.approvals.revise(
+      id,
+      {
+        payload,
+        ...(context !== undefined ? { context } : {}),
+        ...(note !== undefined ? { note } : {}),
+        idempotencyKey: idempotencyKey ?? globalThis.crypto.randomUUID(),
+      },
+      { signal },
+    );
+
+  /** Waits until `deadline` (epoch ms) at most; see `waitForDecision`. */
+  async function waitUntil(approval: ApprovalView, deadline: number, { signal, onWait }: RequestApprovalOptions): Promise<ApprovalView> {
+    for (;;) {
+      const successor = approval.status === 'escalated' ? approval.escalatedTo : undefined;
+      if (approval.status !== 'pending' && successor === undefined) return approval;
+      const seconds = Math.min(MAX_WAIT_PER_READ_SECONDS, Math.round((deadline - Date.now()) / 1000));
+      if (seconds < 1) return successor === undefined ? approval : await getApproval(successor, { signal });
+      onWait?.(approval);
+      approval = await getApproval(successor ?? approval.id, { wait: seconds, signal });
+    }
+  }
+
   return {
     getApproval,
     listApprovals: (query) => retrying.approvals.list(query),
     decide: (id, decision) => once.approvals.decide(id, decision),
+    revise,
 
-    async requestApproval(input, { wait = 300, signal, onWait } = {}) {
+    waitForDecision(approval, options = {}) {
+      const wait = options.wait ?? 300;
+      if (!(wait >= 0)) throw new RangeError(`wait must be a number of seconds, 0 or more; got ${wait}`);
+      return waitUntil(approval, Date.now() + wait * 1000, options);
+    },
+
+    async requestApproval(input, { wait = 300, onChangesRequested, ...options } = {}) {
       if (!(wait >= 0)) throw new RangeError(`wait must be a number of seconds, 0 or more; got ${wait}`);
       const deadline = Date.now() + wait * 1000;
       const idempotencyKey = input.idempotencyKey ?? globalThis.crypto.randomUUID();
-      let approval = await retrying.approvals.create({ ...input, idempotencyKey }, { signal });
-      for (;;) {
-        const successor = approval.status === 'escalated' ? approval.escalatedTo : undefined;
-        if (approval.status !== 'pending' && successor === undefined) return approval;
-        const seconds = Math.min(MAX_WAIT_PER_READ_SECONDS, Math.round((deadline - Date.now()) / 1000));
-        if (seconds < 1) return successor === undefined ? approval : await getApproval(successor, { signal });
-        onWait?.(approval);
-        approval = await getApproval(successor ?? approval.id, { wait: seconds, signal });
+      let approval = await waitUntil(await retrying.approvals.create({ ...input, idempotencyKey }, options), deadline, options);
+      while (approval.status === 'changes_requested' && onChangesRequested) {
+        const payload = await onChangesRequested(approval.feedback ?? '', approval.suggestedPayload ?? null, approval);
+        if (payload === null) return approval;
+        // One key per revision, from the creation's: a retry of this revision makes no second one.
+        const revised = await revise(approval.id, {
+          payload,
+          idempotencyKey: `${idempotencyKey}:revision:${approval.revision + 1}`,
+          ...options,
+        });
+        approval = await waitUntil(revised, deadline, options);
       }
+      return approval;
     },
   };
 }

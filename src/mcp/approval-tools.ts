@@ -1,5 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ApiError, MAX_WAIT_PER_READ_SECONDS, type ApprovalGateClient, type ApprovalView } from '../client/index.js';
 import {
@@ -7,6 +8,7 @@ import {
   approvalCreateSchema,
   approvalIdParamsSchema,
   approvalListQuerySchema,
+  revisionInputSchema,
 } from '../modules/approvals/approval-schemas.js';
 
 /** The longest a `request_approval` call may wait for a decision, in seconds. */
@@ -49,6 +51,13 @@ const getApprovalInput = z.object({
     .meta({ description: `Seconds (1 to ${MAX_WAIT_PER_READ_SECONDS}) to wait while it is pending; without it, answers at once.` }),
 });
 
+const reviseApprovalInput = z.object({
+  approvalId: approvalIdParamsSchema.shape.id,
+  payload: jsonObjectArgument('payload', 'The revised parameters of the action, as a JSON object: changed as the reviewer asked.'),
+  note: revisionInputSchema.shape.note.meta({ description: 'What you changed and why, for the reviewer (up to 2,000 characters).' }),
+  waitSeconds: requestApprovalInput.shape.waitSeconds,
+});
+
 const query = approvalListQuerySchema.shape;
 const listApprovalsInput = z.object({
   status: z.array(z.enum(APPROVAL_STATUSES)).min(1).optional().meta({ description: 'Only approvals in one of these statuses.' }),
@@ -75,6 +84,9 @@ function outcomeOf(approval: ApprovalView, askedPayloadHash: string | null = nul
     settled: approval.status !== 'pending',
     verdict: approved || approval.status === 'rejected' ? approval.status : null,
     feedback: approval.feedback,
+    ...(approval.status === 'changes_requested'
+      ? { suggestedPayload: approval.suggestedPayload ?? null, revision: approval.revision }
+      : {}),
     payload: approved ? approval.payload : null,
     edited,
     decidedBy: approval.decidedBy,
@@ -95,6 +107,8 @@ function instructionFor(outcome: ReturnType<typeof outcomeOf>, waitedSeconds?: n
         : 'Approved: execute the action with `payload`.';
     case 'rejected':
       return `Rejected: do not execute the action.${outcome.feedback ? ` The reviewer said: ${outcome.feedback}` : ''}`;
+    case 'changes_requested':
+      return `Changes requested: do not execute the action. The reviewer said: ${outcome.feedback}${outcome.suggestedPayload ? ' (`suggestedPayload` is the payload they would accept)' : ''}. Revise the payload as asked and call revise_approval with approvalId, the revised payload and a note on what you changed; or, if you cannot, do not execute the action.`;
     case 'expired':
       return 'Expired without a decision: do not execute the action.';
     case 'escalated':
@@ -132,6 +146,33 @@ async function answering(work: () => Promise<CallToolResult>): Promise<CallToolR
   }
 }
 
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/**
+ * Each long read of a wait is reported as progress (clients that reset their timeout on progress
+ * keep waiting); the hash of the payload first waited on is kept, to tell an edited approval.
+ */
+function reportingProgress(extra: ToolExtra) {
+  const progressToken = extra._meta?.progressToken;
+  let reads = 0;
+  const state = {
+    askedPayloadHash: null as string | null,
+    onWait: (pending: ApprovalView) => {
+      state.askedPayloadHash ??= pending.payloadHash;
+      reads += 1;
+      if (progressToken !== undefined) {
+        void extra
+          .sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress: reads, message: `Waiting for a decision on ${pending.id}` },
+          })
+          .catch(() => {});
+      }
+    },
+  };
+  return state;
+}
+
 /** An MCP server whose tools ask Approval Gate, through `client`, before an agent acts. */
 export function createApprovalGateMcpServer(client: ApprovalGateClient, version: string): McpServer {
   const server = new McpServer({ name: 'approval-gate', version });
@@ -143,33 +184,44 @@ export function createApprovalGateMcpServer(client: ApprovalGateClient, version:
       description:
         'Ask before acting: creates an approval request for an action and waits until a policy or a human decides it, or waitSeconds pass. ' +
         'Execute the action only when status is "approved", and then with the returned payload (a reviewer may have edited it). ' +
-        'A rejection carries the reviewer’s feedback. If the answer is still pending, call get_approval later with approvalId.',
+        'A rejection carries the reviewer’s feedback. A reviewer may instead ask for changes (status "changes_requested", with feedback and ' +
+        'perhaps a suggestedPayload): then revise the payload and call revise_approval. If the answer is still pending, call get_approval later with approvalId.',
       inputSchema: requestApprovalInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     ({ waitSeconds, ...input }, extra) =>
       answering(async () => {
-        const progressToken = extra._meta?.progressToken;
-        let reads = 0;
-        let askedPayloadHash: string | null = null;
+        const progress = reportingProgress(extra);
         const approval = await client.requestApproval(input as z.input<typeof approvalCreateSchema>, {
           wait: waitSeconds,
           signal: extra.signal,
-          onWait: (pending) => {
-            askedPayloadHash ??= pending.payloadHash;
-            reads += 1;
-            // Each long read is progress: clients that reset their timeout on progress keep waiting.
-            if (progressToken !== undefined) {
-              void extra
-                .sendNotification({
-                  method: 'notifications/progress',
-                  params: { progressToken, progress: reads, message: `Waiting for a decision on ${pending.id}` },
-                })
-                .catch(() => {});
-            }
-          },
+          onWait: progress.onWait,
         });
-        return answer(outcomeOf(approval, askedPayloadHash ?? approval.payloadHash), waitSeconds);
+        return answer(outcomeOf(approval, progress.askedPayloadHash ?? approval.payloadHash), waitSeconds);
+      }),
+  );
+
+  server.registerTool(
+    'revise_approval',
+    {
+      title: 'Revise approval',
+      description:
+        'Answers a request for changes: sends the revised payload for the same approval request, which goes to the reviewers again ' +
+        '(or is decided at once by the policy), and waits like request_approval. Only for a request whose status is "changes_requested". ' +
+        'Execute the action only when status is "approved", and then with the returned payload.',
+      inputSchema: reviseApprovalInput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    },
+    ({ approvalId, payload, note, waitSeconds }, extra) =>
+      answering(async () => {
+        const progress = reportingProgress(extra);
+        const revised = await client.revise(approvalId, {
+          payload: payload as Record<string, unknown>,
+          ...(note ? { note } : {}),
+          signal: extra.signal,
+        });
+        const approval = await client.waitForDecision(revised, { wait: waitSeconds, signal: extra.signal, onWait: progress.onWait });
+        return answer(outcomeOf(approval, revised.payloadHash), waitSeconds);
       }),
   );
 

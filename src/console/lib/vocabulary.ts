@@ -15,6 +15,7 @@ export const APPROVAL_STATUSES = everyValue<ApprovalStatus>({
   rejected: true,
   expired: true,
   escalated: true,
+  changes_requested: true,
 });
 
 export const WEBHOOK_EVENT_TYPES = everyValue<WebhookEventType>({
@@ -23,6 +24,8 @@ export const WEBHOOK_EVENT_TYPES = everyValue<WebhookEventType>({
   'approval.expired': true,
   'approval.escalated': true,
   'approval.orphaned': true,
+  'approval.changes_requested': true,
+  'approval.revised': true,
   'audit.checkpoint': true,
 });
 
@@ -48,6 +51,8 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'key.attributed': true,
   'integration.updated': true,
   'integration.removed': true,
+  'approval.changes_requested': true,
+  'approval.revised': true,
 });
 
 export const DECISION_CHANNELS = everyValue<DecisionChannel>({ api: true, console: true, email: true, slack: true });

@@ -9,13 +9,15 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
 
 /**
  * An approval became pending (created pending, an orphan, an escalation's successor: each is an
- * `approval.created` with status pending): every member who may decide it by email, with email
- * notifications on, gets one mail with their own decision links (see docs/members-and-channels.md). Each member's
- * notice is claimed before it is sent, so a retry mails only those whose mail did not leave.
+ * `approval.created` with status pending; or revised after a request for changes, an
+ * `approval.revised` with status pending, told as a new request): every member who may decide it
+ * by email, with email notifications on, gets one mail per revision with their own decision links
+ * (see docs/members-and-channels.md). Each member's notice is claimed before it is sent, so a retry
+ * mails only those whose mail did not leave.
  */
 export const approvalMailConsumer = defineEventHandler({
   name: 'approval-mail',
-  events: ['approval.created'],
+  events: ['approval.created', 'approval.revised'],
   accepts: (event) => event.data.status === 'pending',
   options: adminMailOptions,
   handle:
@@ -29,7 +31,13 @@ export const approvalMailConsumer = defineEventHandler({
       let sent = 0;
       const notAccepted: string[] = [];
       for (const member of members) {
-        const key: NotificationKey = { orgId: event.orgId, approvalId, channel: 'email', recipient: member.id };
+        const key: NotificationKey = {
+          orgId: event.orgId,
+          approvalId,
+          revision: approval.revision,
+          channel: 'email',
+          recipient: member.id,
+        };
         if (!(await notifications.claim(key))) continue;
         const links = await decisionLinks.issue(event.orgId, approval, member.id).catch(async (error: unknown) => {
           await notifications.markFailed(key, 'retry', errorText(error));

@@ -7,12 +7,13 @@ import { callSlack, refreshApprovalMessage, slackJobOptions } from '../../module
 
 /**
  * A pending approval is posted to the organization's Slack channel with Approve and Reject
- * buttons (see docs/members-and-channels.md), when someone may decide it through Slack. The post is claimed before it
- * is sent, as mail is; the message (channel, ts) is recorded for the updates that follow.
+ * buttons (see docs/members-and-channels.md), when someone may decide it through Slack; each
+ * revision after a request for changes is posted anew. The post is claimed before it is sent, as
+ * mail is; the message (channel, ts) is recorded for the updates that follow.
  */
 export const slackPostConsumer = defineEventHandler({
   name: 'slack-post',
-  events: ['approval.created'],
+  events: ['approval.created', 'approval.revised'],
   accepts: (event) => event.data.status === 'pending',
   options: slackJobOptions,
   handle: (services) => async (event) => {
@@ -26,7 +27,13 @@ export const slackPostConsumer = defineEventHandler({
       return { skipped: 'nobody may decide it through Slack' };
     }
 
-    const key: NotificationKey = { orgId: event.orgId, approvalId, channel: 'slack', recipient: connection.channel };
+    const key: NotificationKey = {
+      orgId: event.orgId,
+      approvalId,
+      revision: approval.revision,
+      channel: 'slack',
+      recipient: connection.channel,
+    };
     if (!(await notifications.claim(key))) return { skipped: 'already posted' };
     const content = approvalMessage(approval, consoleUrl(config.PUBLIC_URL, approvalId));
     let posted: { channel?: string; ts?: string };

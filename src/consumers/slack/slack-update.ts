@@ -3,17 +3,26 @@ import { defineEventHandler } from '../consumer.js';
 import { refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
 
 /**
- * Every Slack message posted for an approval follows it (see docs/members-and-channels.md): a vote under quorum shows
- * on it, and a settlement anywhere (console, link, API, Slack, expiry, escalation) replaces the
- * buttons with the outcome, who decided and when.
+ * Every Slack message posted for an approval's current revision follows it (see docs/members-and-channels.md): a vote
+ * under quorum shows on it, and a settlement anywhere (console, link, API, Slack, expiry, escalation)
+ * or a request for changes replaces the buttons with the outcome, who decided and when.
  */
 export const slackUpdateConsumer = defineEventHandler({
   name: 'slack-update',
-  events: ['approval.vote_recorded', 'approval.approved', 'approval.rejected', 'approval.expired', 'approval.escalated'],
+  events: [
+    'approval.vote_recorded',
+    'approval.approved',
+    'approval.rejected',
+    'approval.expired',
+    'approval.escalated',
+    'approval.changes_requested',
+  ],
   options: slackJobOptions,
   handle: (services) => async (event) => {
     const approvalId = String(event.data.approvalId);
-    const messages = await services.notifications.postedSlackMessages(approvalId);
+    // A request for changes names its revision: the agent may have revised it (a new post) since.
+    const revision = typeof event.data.revision === 'number' ? event.data.revision : null;
+    const messages = await services.notifications.postedSlackMessages(approvalId, revision);
     if (messages.length === 0) return { skipped: 'nothing was posted for it' };
     const connection = await services.slack.connection(event.orgId);
     if (!connection) return { skipped: 'no Slack workspace is connected' };

@@ -8,6 +8,7 @@ import {
   approvalReadQuerySchema,
   approvalViewSchema,
   decisionSchema,
+  revisionInputSchema,
 } from '../../modules/approvals/approval-schemas.js';
 import { STREAMS_PER_PRINCIPAL } from '../../modules/approvals/feed-stream-slots.js';
 import { defineRoute, type ServerSentEvent } from '../route.js';
@@ -109,7 +110,7 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
     defineRoute({
       method: 'post',
       path: '/v1/approvals/:id/decision',
-      summary: 'Approve or reject a pending approval',
+      summary: 'Approve, reject or request changes of a pending approval',
       scope: 'approvals:decide',
       params: approvalIdParamsSchema,
       body: decisionSchema,
@@ -121,6 +122,23 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
         status: 200,
         body: await approvals.decide(tenant.orgId, params.id, body, voterOf(tenant)),
       }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/approvals/:id/revisions',
+      summary: 'Revise an approval a reviewer asked to change: pending again, evaluated again',
+      scope: 'approvals:write',
+      params: approvalIdParamsSchema,
+      body: revisionInputSchema,
+      responses: {
+        200: { description: 'The policy allowed the revised action: approved at once.', schema: approvalViewSchema },
+        201: { description: 'The revision is pending for reviewers, or an idempotent replay.', schema: approvalViewSchema },
+        ...problemResponses(401, 403, 404, 409, 422),
+      },
+      handler: async ({ tenant, params, body }) => {
+        const { created, approval } = await approvals.revise(tenant, params.id, body);
+        return { status: created && approval.status === 'approved' ? 200 : 201, body: approval };
+      },
     }),
   ];
 }

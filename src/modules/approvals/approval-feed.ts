@@ -26,6 +26,8 @@ export const APPROVAL_FEED_TYPES = [
   'approval.escalated',
   'approval.orphaned',
   'approval.vote_recorded',
+  'approval.changes_requested',
+  'approval.revised',
 ] as const satisfies readonly AuditEventType[];
 
 /**
@@ -61,7 +63,10 @@ function statusAfter(type: AuditEventType, data: Record<string, unknown>): Appro
       return 'expired';
     case 'approval.escalated':
       return 'escalated';
+    case 'approval.changes_requested':
+      return 'changes_requested';
     case 'approval.created':
+    case 'approval.revised':
       return (data.status as ApprovalStatus | undefined) ?? (data.outcome === 'allow' ? 'approved' : 'pending');
     default:
       return 'pending';

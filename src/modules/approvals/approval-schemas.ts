@@ -3,7 +3,7 @@ import { jsonObject, queryInteger, storableInstant, storableString } from '../..
 import { keyOwnerSchema } from '../orgs/key-owner-schema.js';
 import { pageLimitSchema } from '../../lib/paging.js';
 
-export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated'] as const;
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated', 'changes_requested'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 export const approvalCreateSchema = z
@@ -19,15 +19,56 @@ export const approvalCreateSchema = z
   .meta({ id: 'ApprovalCreateInput' });
 export type ApprovalCreateInput = z.output<typeof approvalCreateSchema>;
 
+/** What a vote may say (see docs/api.md): approve, reject, or ask the requester to change the request. */
+export const VOTE_VERDICTS = ['approved', 'rejected', 'changes_requested'] as const;
+export type VoteVerdict = (typeof VOTE_VERDICTS)[number];
+
+/** The longest feedback a request for changes may carry: what the agent is to read and act on. */
+export const MAX_CHANGES_FEEDBACK = 2000;
+
 export const decisionSchema = z
   .object({
-    verdict: z.enum(['approved', 'rejected']),
-    feedback: storableString('feedback').max(5000).optional(),
+    verdict: z.enum(VOTE_VERDICTS),
+    feedback: storableString('feedback')
+      .max(5000)
+      .optional()
+      .meta({ description: `Required with verdict changes_requested (1-${MAX_CHANGES_FEEDBACK} characters): what to change.` }),
     editedPayload: jsonObject('editedPayload').optional().meta({ description: 'Approves with this payload instead.' }),
+    suggestedPayload: jsonObject('suggestedPayload')
+      .optional()
+      .meta({ description: 'With verdict changes_requested: a payload the reviewer would approve, for the requester to consider.' }),
+    revision: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .meta({ description: 'The revision the voter read: the vote is refused (409) once the approval is at another one.' }),
   })
-  .refine((decision) => decision.editedPayload === undefined || decision.verdict === 'approved', {
-    path: ['editedPayload'],
-    message: 'editedPayload is only allowed with verdict approved',
+  .superRefine((decision, ctx) => {
+    if (decision.editedPayload !== undefined && decision.verdict !== 'approved') {
+      ctx.addIssue({ code: 'custom', path: ['editedPayload'], message: 'editedPayload is only allowed with verdict approved' });
+    }
+    if (decision.suggestedPayload !== undefined && decision.verdict !== 'changes_requested') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['suggestedPayload'],
+        message: 'suggestedPayload is only allowed with verdict changes_requested',
+      });
+    }
+    if (decision.verdict === 'changes_requested' && !decision.feedback) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['feedback'],
+        message: 'feedback is required with verdict changes_requested: say what to change',
+      });
+    }
+    if (decision.verdict === 'changes_requested' && (decision.feedback?.length ?? 0) > MAX_CHANGES_FEEDBACK) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['feedback'],
+        message: `feedback of a request for changes must be at most ${MAX_CHANGES_FEEDBACK} characters`,
+      });
+    }
   })
   .meta({ id: 'DecisionInput' });
 export type DecisionInput = z.output<typeof decisionSchema>;
@@ -61,11 +102,44 @@ export type Decider = z.output<typeof deciderSchema>;
 export const voteSchema = z
   .object({
     by: deciderSchema,
-    verdict: z.enum(['approved', 'rejected']),
+    verdict: z.enum(VOTE_VERDICTS),
     feedback: z.string().nullable(),
     at: z.iso.datetime(),
   })
   .meta({ id: 'Vote' });
+
+/** A revision of an approval's payload (see docs/api.md#revisions); the original is revision 1. */
+export const revisionSchema = z
+  .object({
+    revision: z.number().int().min(1),
+    payloadHash: z.string().meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of the payload this revision submitted.' }),
+    note: z.string().nullable().meta({ description: "The requester's note on what changed; null for the original." }),
+    feedback: z
+      .string()
+      .nullable()
+      .meta({ description: 'The feedback of the request for changes that asked for it; null for the original.' }),
+    requestedBy: deciderSchema.nullable().meta({ description: 'Who asked for the changes; null for the original.' }),
+    at: z.iso.datetime(),
+  })
+  .meta({ id: 'ApprovalRevision' });
+export type RevisionView = z.output<typeof revisionSchema>;
+
+/** The revisions after the original that one approval may have. */
+export const MAX_REVISIONS = 10;
+
+export const revisionInputSchema = z
+  .object({
+    payload: jsonObject('payload').meta({ description: 'The revised payload, evaluated by the policy again.' }),
+    context: jsonObject('context').nullish().meta({ description: 'Replaces the context when given; kept when left out.' }),
+    note: storableString('note').min(1).max(2000).nullish().meta({ description: 'What changed, for the reviewers.' }),
+    idempotencyKey: storableString('idempotencyKey')
+      .min(1)
+      .max(255)
+      .optional()
+      .meta({ description: "A replay with the same key answers the revision it made, once per approval's revisions." }),
+  })
+  .meta({ id: 'RevisionInput' });
+export type RevisionInput = z.output<typeof revisionInputSchema>;
 
 export const approvalViewSchema = z
   .object({
@@ -82,11 +156,17 @@ export const approvalViewSchema = z
     agent: z.string().nullable(),
     policyKey: z.string(),
     payloadHash: z.string().meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of `payload`.' }),
-    decidedBy: deciderSchema.nullable().meta({ description: 'Null unless approved or rejected.' }),
-    decidedAt: z.iso.datetime().nullable().meta({ description: 'Null unless approved or rejected.' }),
+    decidedBy: deciderSchema.nullable().meta({ description: 'Null unless approved, rejected or changes_requested.' }),
+    decidedAt: z.iso.datetime().nullable().meta({ description: 'Null unless approved, rejected or changes_requested.' }),
     quorum: z.number().int().meta({ description: 'Distinct approvals needed.' }),
     votes: z.array(voteSchema),
     onBehalfOf: z.string().nullable(),
+    revision: z.number().int().min(1).meta({ description: 'The revision under review: 1 for the original.' }),
+    revisions: z.array(revisionSchema).meta({ description: 'Every revision so far, the original first.' }),
+    suggestedPayload: jsonObject('suggestedPayload')
+      .nullable()
+      .optional()
+      .meta({ description: 'Only while status is changes_requested: the payload the reviewer suggested, or null.' }),
   })
   .meta({ id: 'ApprovalRequestView' });
 export type ApprovalView = z.output<typeof approvalViewSchema>;

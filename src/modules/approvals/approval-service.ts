@@ -1,10 +1,25 @@
 import type { DataLayer } from '../../data/database.js';
-import { ConflictError, DecisionRefusedError, NotFoundError, PaymentRequiredError, ValidationError } from '../../lib/errors.js';
+import {
+  ConflictError,
+  DecisionRefusedError,
+  ForbiddenError,
+  NotFoundError,
+  PaymentRequiredError,
+  ValidationError,
+} from '../../lib/errors.js';
 import type { MemberRole, Tenant } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
-import type { ApprovalCreateInput, ApprovalListQuery, ApprovalView, Decider, DecisionInput } from './approval-schemas.js';
+import {
+  MAX_REVISIONS,
+  type ApprovalCreateInput,
+  type ApprovalListQuery,
+  type ApprovalView,
+  type Decider,
+  type DecisionInput,
+  type RevisionInput,
+} from './approval-schemas.js';
 import type { GroupCommitOptions } from '../../lib/group-commit.js';
 import type { Metrics } from '../../lib/metrics.js';
 import { ApprovalWrites } from './approval-writes.js';
@@ -12,11 +27,22 @@ import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalLookups, ApprovalStore, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
-import type { Approval, ApprovalRecord, Creation, DecisionRefusal, VoteOutcome, VoterRecord } from './approval-types.js';
+import type { Approval, ApprovalRecord, Creation, DecisionRefusal, RevisionRecord, VoteOutcome, VoterRecord } from './approval-types.js';
 import type { Actor } from '../audit/audit-events.js';
-import { applySettlement, createApproval, currentPayloadHash, timeOutApproval, voteOn, type Governing } from './approval-transitions.js';
+import {
+  applySettlement,
+  createApproval,
+  currentPayloadHash,
+  reviseApproval,
+  timeOutApproval,
+  voteOn,
+  type Governing,
+} from './approval-transitions.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 import { attributeCommand } from '../orgs/api-keys.js';
+
+/** The statuses whose deadline runs: a request waiting for changes expires as a pending one does. */
+const DEADLINE_RUNS: ReadonlySet<Approval['status']> = new Set(['pending', 'changes_requested']);
 
 /** Policy writes racing one creation this often mean something is wrong, not busy. */
 const MAX_POLICY_RACES = 5;
@@ -99,7 +125,7 @@ const REFUSALS: Record<DecisionRefusal, (approval: Approval, voter: Voter) => st
 };
 
 export interface CreatedApproval {
-  /** True when this call made the record; false for an idempotent replay. */
+  /** True when this call made the record (or the revision); false for an idempotent replay. */
   created: boolean;
   approval: ApprovalView;
 }
@@ -199,6 +225,59 @@ export class ApprovalService {
     outboxSignal.notify();
   }
 
+  /**
+   * The requester's revision of an approval a reviewer asked to change (see docs/api.md#revisions):
+   * evaluated by the policy again like a new request, and written by the database only while the
+   * request for changes it answers is still open. Evaluated again from a fresh read when the policy
+   * changed under it.
+   */
+  async revise(tenant: Tenant, id: string, input: RevisionInput): Promise<CreatedApproval> {
+    const store = this.store(tenant);
+    for (let attempt = 0; attempt < MAX_POLICY_RACES; attempt++) {
+      const approval = await store.findById(id);
+      if (!approval) throw new NotFoundError(`No approval with id '${id}' exists.`);
+      const context = input.context === undefined ? approval.context : input.context;
+      const governing = await this.govern(
+        tenant.orgId,
+        {
+          action: approval.action,
+          payload: input.payload,
+          policyKey: approval.policyKey,
+          agent: approval.agent,
+          context: context as ApprovalCreateInput['context'],
+        },
+        attempt > 0,
+      );
+      const revising = reviseApproval(approval, input, governing, tenant.actor, new Date());
+      const outcome = await store.revise(id, tenant.actor, revising, MAX_REVISIONS + 1);
+      switch (outcome) {
+        case 'stale_policy':
+          continue;
+        case 'not_found':
+          throw new NotFoundError(`No approval with id '${id}' exists.`);
+        case 'forbidden':
+          throw new ForbiddenError('Only whoever created this request (the principal of the key that created it) may revise it.');
+        case 'not_changes_requested':
+          throw new ConflictError(
+            `Approval ${id} is not waiting for changes (it is ${approval.status === 'changes_requested' ? 'past its deadline or revised already' : approval.status}); a revision answers a request for changes.`,
+          );
+        case 'limit_reached':
+          throw new ConflictError(
+            `Approval ${id} has had ${MAX_REVISIONS} revisions, the most one request may have; create a new request.`,
+          );
+        case 'duplicate':
+          return { created: false, approval: toApprovalView((await store.findById(id))!) };
+        case 'revised': {
+          this.afterCommit.outboxSignal.notify();
+          const revised = (await store.findById(id))!;
+          if (revised.status !== 'pending') this.afterCommit.settlements.publish(id);
+          return { created: true, approval: toApprovalView(revised) };
+        }
+      }
+    }
+    throw new Error(`policy of approval ${id} kept changing while it was revised`);
+  }
+
   /** A page of the organization's approvals, newest first (see docs/api.md). */
   async list(tenant: Tenant, query: ApprovalListQuery): Promise<{ approvals: ApprovalView[]; nextCursor: string | null }> {
     const { status, cursor, ...filters } = query;
@@ -248,7 +327,7 @@ export class ApprovalService {
   async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
     const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
     const approval = await store.findById(id);
-    if (!approval || approval.status !== 'pending' || !approval.expiresAt) return { kind: 'not_pending' };
+    if (!approval || !DEADLINE_RUNS.has(approval.status) || !approval.expiresAt) return { kind: 'not_pending' };
     const now = new Date();
     if (approval.expiresAt > now) return { kind: 'not_due', dueAt: approval.expiresAt };
 
@@ -260,7 +339,7 @@ export class ApprovalService {
     if (!settled) {
       // Either another caller won, or the database clock has not reached the deadline yet.
       const current = await store.findById(id);
-      return current?.status === 'pending'
+      return current && DEADLINE_RUNS.has(current.status)
         ? { kind: 'not_due', dueAt: new Date(Date.now() + CLOCK_SKEW_RETRY_MS) }
         : { kind: 'not_pending' };
     }
@@ -307,6 +386,11 @@ export class ApprovalService {
     if (approval.status !== 'pending') {
       throw new ConflictError(`Approval ${id} is ${approval.status}; only pending approvals can be decided.`);
     }
+    if (decision.revision !== undefined && decision.revision !== approval.revision) {
+      throw new ConflictError(
+        `Approval ${id} is at revision ${approval.revision}, not ${decision.revision}: read it again before deciding.`,
+      );
+    }
     const now = new Date();
     if (approval.expiresAt && approval.expiresAt <= now) {
       throw new ConflictError(`Approval ${id} expired at ${approval.expiresAt.toISOString()}.`);
@@ -321,7 +405,8 @@ export class ApprovalService {
     }
 
     const { vote, recorded, settling } = voteOn(approval, decision, voter.actor, now);
-    const outcome = await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, vote, recorded, settling);
+    const named = decision.revision === undefined ? vote : { ...vote, revision: decision.revision };
+    const outcome = await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, named, recorded, settling);
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     if (outcome === 'settled') this.afterCommit.settlements.publish(id);
@@ -363,7 +448,7 @@ export class ApprovalService {
 function throwUnlessCast(outcome: VoteOutcome | null, approval: Approval, voter: Voter): void {
   switch (outcome) {
     case 'not_pending':
-      throw new ConflictError(`Approval ${approval.id} was settled by another decision or expired.`);
+      throw new ConflictError(`Approval ${approval.id} was settled by another decision, expired, or was revised since it was read.`);
     case 'duplicate_voter':
       throw new ConflictError(`You already voted on approval ${approval.id}; each reviewer votes once.`);
     case 'recorded':
@@ -382,7 +467,8 @@ function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
 }
 
 export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }): ApprovalView {
-  const decided = approval.status === 'approved' || approval.status === 'rejected';
+  const changesRequested = approval.status === 'changes_requested';
+  const decided = approval.status === 'approved' || approval.status === 'rejected' || changesRequested;
   return {
     id: approval.id,
     status: approval.status,
@@ -402,5 +488,8 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     quorum: approval.quorum,
     votes: approval.votes ?? [],
     onBehalfOf: approval.onBehalfOf,
+    revision: approval.revision,
+    revisions: (approval.revisions as unknown as RevisionRecord[]).map(({ idempotencyKey: _kept, ...revision }) => revision),
+    ...(changesRequested ? { suggestedPayload: (approval.suggestedPayload ?? null) as ApprovalView['suggestedPayload'] } : {}),
   };
 }

@@ -4,8 +4,19 @@ import { GroupCommit } from '../../lib/group-commit.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 import type { ApprovalStatus } from './approval-schemas.js';
-import type { Approval, ApprovalRecord, Creation, NewApproval, Settlement, VoteOutcome, VoterRecord } from './approval-types.js';
+import type {
+  Approval,
+  ApprovalRecord,
+  Creation,
+  NewApproval,
+  ReviseOutcome,
+  Revising,
+  Settlement,
+  VoteOutcome,
+  VoterRecord,
+} from './approval-types.js';
 import { auditEventsArgument } from '../audit/audit-store.js';
+import type { Actor } from '../audit/audit-events.js';
 
 /** A page of GET /v1/approvals: newest first, after the position of `after` (exclusive). */
 export interface ApprovalListing {
@@ -130,6 +141,28 @@ export class ApprovalStore {
     return row ? row.refusal : 'not_pending';
   }
 
+  /**
+   * Writes a revision over the revision it was made from, with its audit events, if the database
+   * agrees (see ag_revise_approval): the requester's principal, an open request for changes, the
+   * limit, the policy unchanged since it was evaluated.
+   */
+  async revise(id: string, reviser: Pick<Actor, 'type' | 'id'>, revising: Revising, maxRevision: number): Promise<ReviseOutcome> {
+    const { revision, changes, entry, events, policyRevision } = revising;
+    const [row] = await this.sql.query<{ outcome: ReviseOutcome }>(
+      'revise-approval',
+      'SELECT ag_revise_approval($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5::jsonb, $6::integer) AS outcome',
+      [
+        this.orgId,
+        id,
+        JSON.stringify({ type: reviser.type, id: reviser.id }),
+        JSON.stringify({ revision, changes: byColumn(APPROVAL_COLUMNS, changes as NewApproval), entry, policyRevision }),
+        auditEventsArgument(events),
+        maxRevision,
+      ],
+    );
+    return row!.outcome;
+  }
+
   /** Settles an approval that timed out into `escalated` and creates its successor, atomically. */
   settleWithSuccessor(id: string, settlement: Settlement, events: AuditEventDraft[], successor: Creation): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
@@ -143,23 +176,23 @@ export class ApprovalStore {
   }
 
   /**
-   * Pending approvals whose deadline passed `graceMs` ago or more by the database's clock: the
-   * ones the deadline watchers and their expiry jobs missed. The status is written in the
-   * statement, not bound, so that even a generic plan can tell the partial index of pending
-   * deadlines (approvals_pending_expires_at_idx) serves it.
+   * Approvals with a running deadline (pending, or waiting for a revision) whose deadline passed
+   * `graceMs` ago or more by the database's clock: the ones the deadline watchers and their expiry
+   * jobs missed. The statuses are written in the statement, not bound, so that even a generic plan
+   * can tell the partial index of running deadlines (approvals_pending_expires_at_idx) serves it.
    */
   static findOverdue(sql: Sql, graceMs: number, limit: number): Promise<Pick<Approval, 'orgId' | 'id'>[]> {
     return sql.query(
       'overdue-approvals',
       `SELECT ${OVERDUE_COLUMNS} FROM approvals
-       WHERE status = 'pending' AND expires_at <= clock_timestamp() - $1 * interval '1 millisecond'
+       WHERE ${RUNNING_DEADLINE} AND expires_at <= clock_timestamp() - $1 * interval '1 millisecond'
        ORDER BY expires_at LIMIT $2`,
       [graceMs, limit],
     );
   }
 
   /**
-   * The next `limit` pending approvals due by the database's clock, in deadline order after `after`
+   * The next `limit` approvals with a running deadline due by the database's clock, in deadline order after `after`
    * (where the previous page ended), and how far off the first deadline still ahead is. Both walk
    * the partial index of pending deadlines; measuring both against one statement's clock keeps the
    * application's clock out of it.
@@ -168,12 +201,12 @@ export class ApprovalStore {
     const rows = await sql.query<DueDeadlineRow>(
       'due-deadlines',
       `(SELECT ${DUE_DEADLINE_COLUMNS} FROM approvals
-        WHERE status = 'pending' AND expires_at <= statement_timestamp()
+        WHERE ${RUNNING_DEADLINE} AND expires_at <= statement_timestamp()
           AND expires_at >= $1 AND (expires_at, id) > ($1, $2)
         ORDER BY expires_at, id LIMIT $3)
        UNION ALL
        SELECT NULL, NULL, NULL, (EXTRACT(EPOCH FROM min(expires_at) - statement_timestamp()) * 1000)::float8
-       FROM approvals WHERE status = 'pending' AND expires_at > statement_timestamp()`,
+       FROM approvals WHERE ${RUNNING_DEADLINE} AND expires_at > statement_timestamp()`,
       [after?.expiresAt ?? '-infinity', after?.id ?? NIL_UUID, limit],
     );
     const due = rows
@@ -184,6 +217,12 @@ export class ApprovalStore {
 }
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The approvals whose deadline runs: pending ones, and those waiting for a revision, which expire
+ * as pending ones do. Exactly the predicate of the partial index approvals_pending_expires_at_idx.
+ */
+const RUNNING_DEADLINE = `status IN ('pending', 'changes_requested')`;
 
 /** Where a walk through the deadlines in order stands: the last approval it passed. */
 export interface DeadlineCursor {
@@ -264,6 +303,9 @@ export const APPROVAL_COLUMNS = {
   channels: 'channels',
   onBehalfOf: 'on_behalf_of',
   requestedBy: 'requested_by',
+  revision: 'revision',
+  revisions: 'revisions',
+  suggestedPayload: 'suggested_payload',
 } as const satisfies ColumnMap<Approval>;
 
 /** The approval's votes in the order they came, as the view shows them. */

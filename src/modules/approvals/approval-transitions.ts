@@ -2,8 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { canonicalJson, type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../audit/audit-events.js';
 import { DECISION_CHANNELS, type PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
-import type { ApprovalCreateInput, Decider, DecisionInput } from './approval-schemas.js';
-import type { Approval, Creation, NewApproval, Settlement, Settling, Vote } from './approval-types.js';
+import type { ApprovalCreateInput, Decider, DecisionInput, RevisionInput } from './approval-schemas.js';
+import type { Approval, Creation, NewApproval, RevisionRecord, Revising, Settlement, Settling, Vote } from './approval-types.js';
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
 export type Governing = (
@@ -14,6 +14,7 @@ export type Governing = (
 };
 
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
+type WebhookFacts = ApprovalFacts & Pick<Approval, 'status' | 'policyKey' | 'revision'> & { payload: unknown; payloadHash: string };
 
 function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
@@ -24,7 +25,7 @@ export function payloadHash(payload: unknown): string {
   return createHash('sha256').update(canonicalJson(payload), 'utf8').digest('hex');
 }
 
-/** Who decided, as the view and the webhook show it; only members and API keys decide. */
+/** Who decided, as the view and the webhook show it; only members and API keys decide (and ask for changes). */
 function deciderOf(actor: Actor): Decider {
   if (actor.type === 'system') throw new Error(`a system actor (${actor.id}) cannot decide an approval`);
   return actor;
@@ -32,9 +33,16 @@ function deciderOf(actor: Actor): Decider {
 
 function webhookEvent(
   type: ApprovalWebhookType,
-  approval: ApprovalFacts & Pick<Approval, 'status' | 'policyKey'> & { payload: unknown; payloadHash: string },
+  approval: WebhookFacts,
   at: Date,
-  fields: { verdict: string | null; feedback: string | null; decidedBy: Decider | null; escalatedTo?: string },
+  fields: {
+    verdict: string | null;
+    feedback: string | null;
+    decidedBy: Decider | null;
+    escalatedTo?: string;
+    suggestedPayload?: unknown;
+    note?: string | null;
+  },
 ): AuditEventDraft['webhook'] {
   return {
     id: randomUUID(),
@@ -48,6 +56,7 @@ function webhookEvent(
       agent: approval.agent,
       policyKey: approval.policyKey,
       payloadHash: approval.payloadHash,
+      revision: approval.revision,
       ...fields,
     },
   };
@@ -62,6 +71,54 @@ const DEFAULT_DECISION_RULES: Pick<PolicyDocument, 'reviewers' | 'quorum' | 'all
 };
 
 /**
+ * What the governing policy's verdict makes of a request, at creation and at each revision: pending
+ * with a deadline under the policy's decision rules, or approved at once by the policy.
+ */
+function governedFields(governing: Governing, policyKey: string, now: Date) {
+  const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
+  const timeoutSeconds = governing.kind === 'policy' ? governing.policy.timeoutSeconds : governing.timeoutSeconds;
+  const rules = governing.kind === 'policy' ? governing.policy : DEFAULT_DECISION_RULES;
+  return {
+    status: autoApproved ? ('approved' as const) : ('pending' as const),
+    expiresAt: autoApproved ? null : new Date(now.getTime() + timeoutSeconds * 1000),
+    onTimeout: governing.kind === 'policy' ? governing.policy.onTimeout : ('expire' as const),
+    escalateTo: governing.kind === 'policy' ? governing.policy.escalateTo : null,
+    verdict: autoApproved ? 'approved' : null,
+    feedback: null,
+    decidedAt: autoApproved ? now : null,
+    decidedBy: (autoApproved ? { type: 'policy', id: policyKey } : null) satisfies Decider | null,
+    quorum: rules.quorum,
+    reviewerRoles: rules.reviewers.roles,
+    reviewerEmails: rules.reviewers.members,
+    allowSelfApproval: rules.allowSelfApproval,
+    channels: rules.channels,
+    suggestedPayload: null,
+  };
+}
+
+/** The policy's part of an audit event of creation or revision: its outcome and the rule that gave it. */
+function verdictData(governing: Governing) {
+  return {
+    outcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
+    ...(governing.kind === 'policy'
+      ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
+      : {}),
+  };
+}
+
+/** The approval by the policy itself of a request it allows, at creation or at a revision. */
+function approvedByPolicy(approval: WebhookFacts, actor: Actor, now: Date): AuditEventDraft {
+  const decidedBy: Decider = { type: 'policy', id: approval.policyKey };
+  return {
+    type: 'approval.approved',
+    actor,
+    createdAt: now,
+    data: { ...subjectOf(approval), verdict: 'approved', feedback: null, decidedBy: 'policy' },
+    webhook: webhookEvent('approval.approved', approval, now, { verdict: 'approved', feedback: null, decidedBy }),
+  };
+}
+
+/**
  * A new approval under its governing policy. `requester` is who asked: the creating actor, or for
  * an escalation's successor (created by the system) whoever asked for the original, who may not
  * vote on either.
@@ -73,13 +130,18 @@ export function createApproval(
   now: Date,
   escalatedFrom: string | null = null,
 ): Creation {
-  const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
-  const timeoutSeconds = governing.kind === 'policy' ? governing.policy.timeoutSeconds : governing.timeoutSeconds;
-  const decidedBy: Decider | null = autoApproved ? { type: 'policy', id: input.policyKey } : null;
-  const rules = governing.kind === 'policy' ? governing.policy : DEFAULT_DECISION_RULES;
+  const hash = payloadHash(input.payload);
+  const original: RevisionRecord = {
+    revision: 1,
+    payloadHash: hash,
+    note: null,
+    feedback: null,
+    requestedBy: null,
+    at: now.toISOString(),
+    idempotencyKey: null,
+  };
   const approval: NewApproval & { payloadHash: string } = {
     id: randomUUID(),
-    status: autoApproved ? 'approved' : 'pending',
     action: input.action,
     payload: input.payload as NewApproval['payload'],
     context: (input.context ?? null) as NewApproval['context'],
@@ -87,23 +149,14 @@ export function createApproval(
     policyKey: input.policyKey,
     idempotencyKey: input.idempotencyKey ?? null,
     createdAt: now,
-    expiresAt: autoApproved ? null : new Date(now.getTime() + timeoutSeconds * 1000),
-    onTimeout: governing.kind === 'policy' ? governing.policy.onTimeout : 'expire',
-    escalateTo: governing.kind === 'policy' ? governing.policy.escalateTo : null,
-    verdict: autoApproved ? 'approved' : null,
-    feedback: null,
-    decidedAt: autoApproved ? now : null,
+    ...governedFields(governing, input.policyKey, now),
     escalatedFrom,
     escalatedTo: null,
-    payloadHash: payloadHash(input.payload),
-    decidedBy,
-    quorum: rules.quorum,
-    reviewerRoles: rules.reviewers.roles,
-    reviewerEmails: rules.reviewers.members,
-    allowSelfApproval: rules.allowSelfApproval,
-    channels: rules.channels,
+    payloadHash: hash,
     onBehalfOf: input.onBehalfOf ?? null,
     requestedBy: requester && { type: requester.type, id: requester.id },
+    revision: 1,
+    revisions: [original] as unknown as NewApproval['revisions'],
   };
 
   const subject = subjectOf(approval);
@@ -121,24 +174,13 @@ export function createApproval(
         ...(approval.context ? { context: approval.context } : {}),
         ...(approval.onBehalfOf ? { onBehalfOf: approval.onBehalfOf } : {}),
         quorum: approval.quorum,
-        outcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
-        ...(governing.kind === 'policy'
-          ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
-          : {}),
+        ...verdictData(governing),
         expiresAt: approval.expiresAt?.toISOString() ?? null,
         ...(escalatedFrom ? { escalatedFrom } : {}),
       },
     },
   ];
-  if (autoApproved) {
-    events.push({
-      type: 'approval.approved',
-      actor,
-      createdAt: now,
-      data: { ...subject, verdict: 'approved', feedback: null, decidedBy: 'policy' },
-      webhook: webhookEvent('approval.approved', approval, now, { verdict: 'approved', feedback: null, decidedBy }),
-    });
-  }
+  if (approval.status === 'approved') events.push(approvedByPolicy(approval, actor, now));
   if (governing.kind === 'orphan') {
     events.push({
       type: 'approval.orphaned',
@@ -151,11 +193,82 @@ export function createApproval(
   return { approval, events, policyRevision: governing.policyRevision };
 }
 
+/**
+ * The requester's answer to a request for changes (see docs/api.md#revisions): the same approval,
+ * its next revision, with the new payload evaluated again by its policy as at creation (pending
+ * with a fresh deadline and the policy's current decision rules, or approved at once). The entry
+ * it appends to `revisions` names the feedback and the reviewer that asked for it.
+ */
+export function reviseApproval(approval: Approval, input: RevisionInput, governing: Governing, actor: Actor, now: Date): Revising {
+  const revision = approval.revision + 1;
+  const hash = payloadHash(input.payload);
+  const context = (input.context === undefined ? approval.context : input.context) as NewApproval['context'];
+  const changes = {
+    payload: input.payload as NewApproval['payload'],
+    payloadHash: hash,
+    context,
+    revision,
+    ...governedFields(governing, approval.policyKey, now),
+  };
+  const entry: RevisionRecord = {
+    revision,
+    payloadHash: hash,
+    note: input.note ?? null,
+    feedback: approval.feedback,
+    requestedBy: approval.decidedBy as Decider | null,
+    at: now.toISOString(),
+    idempotencyKey: input.idempotencyKey ?? null,
+  };
+  const revised = { ...approval, ...changes };
+  const events: AuditEventDraft[] = [
+    {
+      type: 'approval.revised',
+      actor,
+      createdAt: now,
+      data: {
+        ...subjectOf(approval),
+        revision,
+        status: revised.status,
+        payload: input.payload,
+        payloadHash: hash,
+        ...(context ? { context } : {}),
+        note: entry.note,
+        feedback: entry.feedback,
+        quorum: revised.quorum,
+        ...verdictData(governing),
+        expiresAt: revised.expiresAt?.toISOString() ?? null,
+      },
+      webhook: webhookEvent('approval.revised', revised, now, {
+        verdict: null,
+        feedback: entry.feedback,
+        decidedBy: null,
+        note: entry.note,
+      }),
+    },
+  ];
+  if (revised.status === 'approved') events.push(approvedByPolicy(revised, actor, now));
+  return { revision, changes, entry, events, policyRevision: governing.policyRevision };
+}
+
+const SETTLING_EVENT = {
+  approved: 'approval.approved',
+  rejected: 'approval.rejected',
+  changes_requested: 'approval.changes_requested',
+} as const satisfies Record<DecisionInput['verdict'], ApprovalWebhookType>;
+
+/**
+ * The settlement a deciding vote makes. A request for changes settles the revision like a
+ * rejection, but keeps the deadline: the request expires at it unless the requester revises it.
+ */
 export function decideApproval(approval: Approval, decision: DecisionInput, actor: Actor, now: Date): Settling {
-  const type = decision.verdict === 'approved' ? 'approval.approved' : 'approval.rejected';
+  const type = SETTLING_EVENT[decision.verdict];
   const feedback = decision.feedback ?? null;
   const decidedBy = deciderOf(actor);
   const edited = decision.editedPayload ? { payload: decision.editedPayload, payloadHash: payloadHash(decision.editedPayload) } : null;
+  const changesRequested =
+    decision.verdict === 'changes_requested'
+      ? { suggestedPayload: decision.suggestedPayload ?? null, expiresAt: approval.expiresAt! }
+      : null;
   const settlement: Settlement = {
     status: decision.verdict,
     verdict: decision.verdict,
@@ -163,6 +276,7 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
     decidedAt: now,
     decidedBy,
     ...edited,
+    ...changesRequested,
   };
   const settled = { ...approval, status: settlement.status, ...(edited ?? { payloadHash: currentPayloadHash(approval) }) };
   return {
@@ -177,8 +291,14 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
           verdict: decision.verdict,
           feedback,
           ...(decision.editedPayload ? { editedPayload: decision.editedPayload } : {}),
+          ...(changesRequested ? { revision: approval.revision, suggestedPayload: changesRequested.suggestedPayload } : {}),
         },
-        webhook: webhookEvent(type, settled, now, { verdict: decision.verdict, feedback, decidedBy }),
+        webhook: webhookEvent(type, settled, now, {
+          verdict: decision.verdict,
+          feedback,
+          decidedBy,
+          ...(changesRequested ? { suggestedPayload: changesRequested.suggestedPayload } : {}),
+        }),
       },
     ],
   };
@@ -266,7 +386,8 @@ export function applySettlement(approval: Approval, settlement: Settlement): App
     feedback: settlement.feedback,
     decidedAt: settlement.decidedAt,
     decidedBy: settlement.decidedBy,
-    expiresAt: null,
+    expiresAt: settlement.expiresAt ?? null,
+    suggestedPayload: (settlement.suggestedPayload ?? null) as Approval['suggestedPayload'],
     payload: (settlement.payload ?? approval.payload) as Approval['payload'],
     payloadHash: settlement.payloadHash ?? approval.payloadHash,
     escalatedTo: settlement.escalatedTo ?? approval.escalatedTo,

@@ -1,7 +1,7 @@
 import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import type { MemberRole } from '../orgs/tenant.js';
-import type { Decider } from './approval-schemas.js';
+import type { Decider, VoteVerdict } from './approval-schemas.js';
 
 export type { Approval };
 export type NewApproval = Omit<Approval, 'orgId'>;
@@ -9,9 +9,20 @@ export type NewApproval = Omit<Approval, 'orgId'>;
 /** A vote as the view and the database keep it. */
 export interface Vote {
   by: Decider;
-  verdict: 'approved' | 'rejected';
+  verdict: VoteVerdict;
   feedback: string | null;
   at: string;
+}
+
+/** A revision as the row keeps it (approvals.revisions): the view's fields and the revision's idempotency key. */
+export interface RevisionRecord {
+  revision: number;
+  payloadHash: string;
+  note: string | null;
+  feedback: string | null;
+  requestedBy: Decider | null;
+  at: string;
+  idempotencyKey: string | null;
 }
 
 /** An approval as read: the row and its votes. */
@@ -21,9 +32,22 @@ export type ApprovalRecord = Approval & { votes: Vote[] };
 export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };
 
 export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
+
+/**
+ * What ag_revise_approval answered: `revised`; `duplicate` (the idempotency key made an earlier
+ * revision); `forbidden` (not the requester's principal); `not_changes_requested` (no request for
+ * changes is open, or it is past its deadline, or another revision came first); `limit_reached`;
+ * `stale_policy` (evaluate again); `not_found`.
+ */
+export type ReviseOutcome =
+  'revised' | 'duplicate' | 'forbidden' | 'not_changes_requested' | 'limit_reached' | 'stale_policy' | 'not_found';
 export type DecisionRefusal = 'not_a_reviewer' | 'self_approval' | 'channel_not_allowed' | 'key_unattributed' | 'requester_unattributed';
 
-/** The terminal fields a settlement writes; `payload` and its hash only when a reviewer edited it. */
+/**
+ * The fields a settlement writes; `payload` and its hash only when a reviewer edited it. A request
+ * for changes keeps its deadline (`expiresAt`) and may carry a suggested payload; every other
+ * settlement clears the deadline.
+ */
 export interface Settlement {
   status: Approval['status'];
   verdict: string | null;
@@ -33,6 +57,8 @@ export interface Settlement {
   payload?: unknown;
   payloadHash?: string;
   escalatedTo?: string;
+  expiresAt?: Date;
+  suggestedPayload?: unknown;
 }
 
 /**
@@ -50,4 +76,18 @@ export interface Creation {
 export interface Settling {
   settlement: Settlement;
   events: AuditEventDraft[];
+}
+
+/**
+ * A revision as data, as approval-transitions.ts makes it: the columns it rewrites (the new payload,
+ * the policy's fresh verdict and rules, the deadline), the entry it appends to `revisions`, and the
+ * audit events that commit with it. `revision` is the number it takes: the database writes it only
+ * over the revision it was made from.
+ */
+export interface Revising {
+  revision: number;
+  changes: Partial<NewApproval>;
+  entry: RevisionRecord;
+  events: AuditEventDraft[];
+  policyRevision: string | null;
 }

@@ -21,7 +21,8 @@ export interface VoteItem {
   id: string;
   voter: VoterRecord;
   channel: DecisionChannel;
-  vote: Vote;
+  /** The vote, and the revision it is for when the voter named one (ag_cast_vote refuses it at any other). */
+  vote: Vote & { revision?: number };
   recordedEvents: ReturnType<typeof serializeAuditEvent>[];
   settlement: Settlement;
   settledEvents: ReturnType<typeof serializeAuditEvent>[];
@@ -43,7 +44,7 @@ export function voteItem(
   id: string,
   voter: VoterRecord,
   channel: DecisionChannel,
-  vote: Vote,
+  vote: Vote & { revision?: number },
   recordedEvents: AuditEventDraft[],
   settling: Settling,
 ): VoteItem {

@@ -25,6 +25,8 @@ export const AUDIT_EVENT_TYPES = [
   'approval.vote_recorded',
   'integration.updated',
   'integration.removed',
+  'approval.changes_requested',
+  'approval.revised',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
@@ -35,6 +37,8 @@ export const APPROVAL_WEBHOOK_TYPES = [
   'approval.expired',
   'approval.escalated',
   'approval.orphaned',
+  'approval.changes_requested',
+  'approval.revised',
 ] as const satisfies readonly AuditEventType[];
 export type ApprovalWebhookType = (typeof APPROVAL_WEBHOOK_TYPES)[number];
 
@@ -77,6 +81,12 @@ export interface WebhookEventBody {
     /** Who approved or rejected (see docs/api.md); null for expiry, escalation and orphan events. */
     decidedBy: { type: string; id: string; email?: string; owner?: KeyOwner } | null;
     escalatedTo?: string;
+    /** The revision the event is about: 1 for the original (see docs/api.md#revisions); absent on events committed before revisions. */
+    revision?: number;
+    /** approval.changes_requested: the payload the reviewer suggested, or null. */
+    suggestedPayload?: unknown;
+    /** approval.revised: the requester's note, or null. */
+    note?: string | null;
   };
 }
 

@@ -28,8 +28,9 @@ export interface DecisionLinks {
 /** A token of `newSecretToken`: 32 bytes in base64url. Anything else is no link of ours. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
+/** Settled by a reviewer: approved, rejected, or waiting for the changes one asked for. */
 function isSettledByDecision(approval: ApprovalView): boolean {
-  return approval.status === 'approved' || approval.status === 'rejected';
+  return approval.status === 'approved' || approval.status === 'rejected' || approval.status === 'changes_requested';
 }
 
 /**
@@ -49,7 +50,7 @@ export class DecisionLinkService {
   }
 
   /** New approve and reject links for a member (a mail sent again replaces the unused ones it sent before). */
-  async issue(orgId: string, approval: Pick<ApprovalView, 'id' | 'expiresAt'>, memberId: string): Promise<DecisionLinks> {
+  async issue(orgId: string, approval: Pick<ApprovalView, 'id' | 'expiresAt' | 'revision'>, memberId: string): Promise<DecisionLinks> {
     const issueOne = async (verdict: LinkVerdict) => {
       const token = newSecretToken();
       await this.store.save({
@@ -58,6 +59,7 @@ export class DecisionLinkService {
         approvalId: approval.id,
         memberId,
         verdict,
+        revision: approval.revision,
         nonce: randomBytes(16).toString('base64url'),
         expiresAt: new Date(approval.expiresAt!),
       });
@@ -115,7 +117,8 @@ export class DecisionLinkService {
     const approval = link && (await this.approvals.find(link.orgId, link.approvalId));
     if (!link || !approval) return { state: { kind: 'gone', reason: 'unknown' } };
     if (isSettledByDecision(approval)) return { state: { kind: 'settled', approval }, link };
-    if (approval.status !== 'pending' || link.expiresAt.getTime() <= Date.now())
+    // A link of an earlier revision was for a payload that is no longer the one asked about.
+    if (approval.status !== 'pending' || link.revision !== approval.revision || link.expiresAt.getTime() <= Date.now())
       return { state: { kind: 'gone', reason: 'expired' }, link };
     if (link.usedAt) return { state: { kind: 'gone', reason: 'used' }, link };
     return { state: { kind: 'open', approval, verdict: link.verdict, memberEmail: link.memberEmail, nonce: link.nonce }, link };

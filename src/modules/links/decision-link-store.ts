@@ -12,6 +12,8 @@ export interface NewDecisionLink {
   approvalId: string;
   memberId: string;
   verdict: LinkVerdict;
+  /** The approval's revision the link was sent for. */
+  revision: number;
   nonce: string;
   expiresAt: Date;
 }
@@ -24,6 +26,7 @@ export interface DecisionLinkRecord {
   memberEmail: string;
   memberRole: MemberRole;
   verdict: LinkVerdict;
+  revision: number;
   nonce: string;
   expiresAt: Date;
   usedAt: Date | null;
@@ -36,6 +39,7 @@ export const DECISION_LINK_COLUMNS = {
   approvalId: 'approval_id',
   memberId: 'member_id',
   verdict: 'verdict',
+  revision: 'revision',
   nonce: 'nonce',
   expiresAt: 'expires_at',
   usedAt: 'used_at',
@@ -46,7 +50,7 @@ const RECORD_COLUMNS = selectList({
   ...pickColumns(qualified('l', DECISION_LINK_COLUMNS), ['orgId', 'approvalId', 'memberId']),
   memberEmail: qualified('m', MEMBER_COLUMNS).email,
   memberRole: qualified('m', MEMBER_COLUMNS).role,
-  ...pickColumns(qualified('l', DECISION_LINK_COLUMNS), ['verdict', 'nonce', 'expiresAt', 'usedAt']),
+  ...pickColumns(qualified('l', DECISION_LINK_COLUMNS), ['verdict', 'revision', 'nonce', 'expiresAt', 'usedAt']),
 } satisfies ColumnMap<DecisionLinkRecord>);
 
 /** A link used by a statement: its token, to tell the link used from its sibling, and when. */
@@ -59,17 +63,19 @@ export class DecisionLinkStore {
 
   /**
    * Stores a link, replacing an unused one of the same approval, member and verdict (a mail sent
-   * again after a failure that proves the first never left carries new tokens).
+   * again after a failure that proves the first never left carries new tokens), or one, used or
+   * not, of an earlier revision (a revised request is mailed again, with links of its own).
    */
   async save(link: NewDecisionLink): Promise<void> {
     await this.sql.query(
       'decision-link-save',
-      `INSERT INTO decision_links (token_hash, org_id, approval_id, member_id, verdict, nonce, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
+      `INSERT INTO decision_links (token_hash, org_id, approval_id, member_id, verdict, nonce, expires_at, revision)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (approval_id, member_id, verdict) DO UPDATE
-         SET token_hash = EXCLUDED.token_hash, nonce = EXCLUDED.nonce, expires_at = EXCLUDED.expires_at, created_at = clock_timestamp()
-         WHERE decision_links.used_at IS NULL`,
-      [Buffer.from(link.tokenHash), link.orgId, link.approvalId, link.memberId, link.verdict, link.nonce, link.expiresAt],
+         SET token_hash = EXCLUDED.token_hash, nonce = EXCLUDED.nonce, expires_at = EXCLUDED.expires_at, created_at = clock_timestamp(),
+             revision = EXCLUDED.revision, used_at = NULL
+         WHERE decision_links.used_at IS NULL OR decision_links.revision < EXCLUDED.revision`,
+      [Buffer.from(link.tokenHash), link.orgId, link.approvalId, link.memberId, link.verdict, link.nonce, link.expiresAt, link.revision],
     );
   }
 

@@ -39,6 +39,8 @@ export function describeOutcome(approval: ApprovalView): string {
     case 'approved':
     case 'rejected':
       return `${approval.status === 'approved' ? 'Approved' : 'Rejected'} by ${describeDecider(approval)} at ${approval.decidedAt ? formatUtc(approval.decidedAt) : '(unknown)'}.`;
+    case 'changes_requested':
+      return `Changes requested by ${describeDecider(approval)} at ${approval.decidedAt ? formatUtc(approval.decidedAt) : '(unknown)'}: ${approval.feedback}`;
     case 'expired':
       return 'Expired: nobody decided it in time.';
     case 'escalated':

@@ -21,6 +21,8 @@ export interface EntitledMember {
 export interface NotificationKey {
   orgId: string;
   approvalId: string;
+  /** Each revision of an approval is told about as a new request. */
+  revision: number;
   channel: NotificationChannel;
   recipient: string;
 }
@@ -35,6 +37,7 @@ export interface PostedSlackMessage {
 /** Every column of `approval_notifications`; see ColumnMap for why a new one cannot be left out. */
 export const NOTIFICATION_COLUMNS = {
   approvalId: 'approval_id',
+  revision: 'revision',
   channel: 'channel',
   recipient: 'recipient',
   orgId: 'org_id',
@@ -83,16 +86,16 @@ export class NotificationStore {
    * Claims the notice: true when this caller may send it now, i.e. it was never claimed, or its last
    * attempt failed in a way that proves nothing left (`retry`). Concurrent claims: one wins.
    */
-  async claim({ orgId, approvalId, channel, recipient }: NotificationKey): Promise<boolean> {
+  async claim({ orgId, approvalId, revision, channel, recipient }: NotificationKey): Promise<boolean> {
     const rows = await this.sql.query(
       'notification-claim',
-      `INSERT INTO approval_notifications (approval_id, channel, recipient, org_id)
-       VALUES ($1, $2, $3, $4)
-       ON CONFLICT (approval_id, channel, recipient) DO UPDATE
+      `INSERT INTO approval_notifications (approval_id, channel, recipient, org_id, revision)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (approval_id, revision, channel, recipient) DO UPDATE
          SET status = 'sending', attempts = approval_notifications.attempts + 1, claimed_at = clock_timestamp()
          WHERE approval_notifications.status = 'retry'
        RETURNING 1`,
-      [approvalId, channel, recipient, orgId],
+      [approvalId, channel, recipient, orgId, revision],
     );
     return rows.length > 0;
   }
@@ -102,8 +105,8 @@ export class NotificationStore {
       'notification-sent',
       `UPDATE approval_notifications SET status = 'sent', sent_at = clock_timestamp(), last_error = NULL,
               slack_channel_id = $4, slack_ts = $5
-       WHERE approval_id = $1 AND channel = $2 AND recipient = $3`,
-      [key.approvalId, key.channel, key.recipient, slack?.channelId ?? null, slack?.ts ?? null],
+       WHERE approval_id = $1 AND channel = $2 AND recipient = $3 AND revision = $6`,
+      [key.approvalId, key.channel, key.recipient, slack?.channelId ?? null, slack?.ts ?? null, key.revision],
     );
   }
 
@@ -115,18 +118,22 @@ export class NotificationStore {
     await this.sql.query(
       'notification-failed',
       `UPDATE approval_notifications SET status = $4::"NotificationStatus", last_error = $5
-       WHERE approval_id = $1 AND channel = $2 AND recipient = $3 AND status = 'sending'`,
-      [key.approvalId, key.channel, key.recipient, outcome, error.slice(0, 2000)],
+       WHERE approval_id = $1 AND channel = $2 AND recipient = $3 AND revision = $6 AND status = 'sending'`,
+      [key.approvalId, key.channel, key.recipient, outcome, error.slice(0, 2000), key.revision],
     );
   }
 
-  /** Every Slack message posted for an approval. */
-  postedSlackMessages(approvalId: string): Promise<PostedSlackMessage[]> {
+  /**
+   * Every Slack message posted for a revision of an approval (its current one when `revision` is
+   * null): the messages of an earlier revision keep showing how that revision ended.
+   */
+  postedSlackMessages(approvalId: string, revision: number | null = null): Promise<PostedSlackMessage[]> {
     return this.sql.query<PostedSlackMessage>(
       'notification-slack-messages',
-      `SELECT ${POSTED_SLACK_MESSAGE_COLUMNS} FROM approval_notifications
-       WHERE approval_id = $1 AND channel = 'slack' AND status = 'sent' AND slack_ts IS NOT NULL`,
-      [approvalId],
+      `SELECT ${POSTED_SLACK_MESSAGE_COLUMNS} FROM approval_notifications n JOIN approvals a ON a.id = n.approval_id
+       WHERE n.approval_id = $1 AND n.revision = coalesce($2, a.revision)
+         AND n.channel = 'slack' AND n.status = 'sent' AND n.slack_ts IS NOT NULL`,
+      [approvalId, revision],
     );
   }
 }
