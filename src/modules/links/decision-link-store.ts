@@ -1,7 +1,10 @@
 import type { Sql } from '../../data/database.js';
 import type { MemberRole } from '../orgs/tenant.js';
 
-export type LinkVerdict = 'approved' | 'rejected';
+import type { VoteVerdict } from '../approvals/approval-schemas.js';
+
+/** What a link decides: each verdict a vote may have has its own link in the mail. */
+export type LinkVerdict = VoteVerdict;
 
 export interface NewDecisionLink {
   tokenHash: Uint8Array<ArrayBuffer>;
@@ -29,7 +32,7 @@ export interface DecisionLinkRecord {
   usedAt: Date | null;
 }
 
-/** decision_links: only token hashes; a member's two links of one approval are used together. */
+/** decision_links: only token hashes; a member's links of one approval (one per verdict) are used together. */
 export class DecisionLinkStore {
   constructor(private readonly sql: Sql) {}
 
