@@ -117,7 +117,7 @@ export function signedInteraction(signingSecret: string, payload: unknown, times
 }
 
 /** A button press on an approval message, as Slack's block_actions payload. */
-export function buttonPress(action: 'approve' | 'reject', approvalId: string, user: string, team = SLACK_TEAM_ID) {
+export function buttonPress(action: 'approve' | 'reject' | 'request_changes', approvalId: string, user: string, team = SLACK_TEAM_ID) {
   return {
     type: 'block_actions',
     team: { id: team, domain: 'acme' },
@@ -130,7 +130,7 @@ export function buttonPress(action: 'approve' | 'reject', approvalId: string, us
   };
 }
 
-/** The submission of the reject modal a press opened (its view as views.open received it). */
+/** The submission of the modal a press opened, Reject's or Request changes' (its view as views.open received it). */
 export function modalSubmission(
   view: { callback_id: string; private_metadata: string },
   user: string,

@@ -64,16 +64,17 @@ function sameState(a: ApprovalView, b: ApprovalView): boolean {
  * older state on top.
  */
 export async function refreshApprovalMessage(
-  services: { approvals: Pick<ApprovalService, 'find'>; slackRateLimiter: SlackRateLimiter; config: Pick<Config, 'PUBLIC_URL'> },
+  services: { approvals: Pick<ApprovalService, 'findForNotice'>; slackRateLimiter: SlackRateLimiter; config: Pick<Config, 'PUBLIC_URL'> },
   connection: SlackConnection,
   approvalId: string,
   message: { slackChannelId: string; slackTs: string },
   shown: ApprovalView | null,
 ): Promise<void> {
   for (let round = 0; round < MAX_REFRESH_ROUNDS; round++) {
-    const approval = await services.approvals.find(connection.orgId, approvalId);
+    const notice = await services.approvals.findForNotice(connection.orgId, approvalId);
+    const approval = notice?.approval;
     if (!approval || (shown && sameState(shown, approval))) return;
-    const content = approvalMessage(approval, consoleUrl(services.config.PUBLIC_URL, approvalId));
+    const content = approvalMessage(approval, consoleUrl(services.config.PUBLIC_URL, approvalId), notice.changes);
     await callSlack(
       services,
       connection,
