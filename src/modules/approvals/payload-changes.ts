@@ -36,9 +36,19 @@ function segment(key: string): string {
   return key.length > MAX_KEY_CHARACTERS ? `${key.slice(0, MAX_KEY_CHARACTERS - 1)}…` : key;
 }
 
-/** The fields that differ between two payloads (JSON objects), bounded as ChangedFields says. */
-export function changedFields(before: unknown, after: unknown): ChangedFields {
-  const fields: string[] = [];
+/** One changed field: its path, and its value before and after (undefined where it is absent). */
+export interface FieldChange {
+  path: string;
+  before: unknown;
+  after: unknown;
+}
+
+/**
+ * The fields that differ between two payloads (JSON objects), with their values: at most `limit`
+ * of them, and how many there are in all.
+ */
+export function fieldChanges(before: unknown, after: unknown, limit = MAX_CHANGED_FIELDS): { changes: FieldChange[]; total: number } {
+  const changes: FieldChange[] = [];
   let total = 0;
   const walk = (a: JsonObject, b: JsonObject, prefix: string, depth: number) => {
     // In key order: the database keeps no order of its own for a payload's keys.
@@ -50,13 +60,21 @@ export function changedFields(before: unknown, after: unknown): ChangedFields {
         walk(x, y, `${path}.`, depth + 1);
       } else if (!sameJson(x, y)) {
         total += 1;
-        if (fields.length < MAX_CHANGED_FIELDS) fields.push(path);
+        if (changes.length < limit) changes.push({ path, before: x, after: y });
       }
     }
   };
   if (isObject(before) && isObject(after)) walk(before, after, '', 1);
-  else if (!sameJson(before, after)) return { fields: ['(the whole payload)'], total: 1 };
-  return { fields, total };
+  else if (!sameJson(before, after)) return { changes: [{ path: WHOLE_PAYLOAD, before, after }], total: 1 };
+  return { changes, total };
+}
+
+const WHOLE_PAYLOAD = '(the whole payload)';
+
+/** The fields that differ between two payloads (JSON objects), bounded as ChangedFields says. */
+export function changedFields(before: unknown, after: unknown): ChangedFields {
+  const { changes, total } = fieldChanges(before, after);
+  return { fields: changes.map((change) => change.path), total };
 }
 
 /** The changed fields as one line: "amount, recipient.iban and 3 more", or "nothing" for an unchanged payload. */
