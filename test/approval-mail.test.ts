@@ -151,6 +151,34 @@ describe('the approval mail', () => {
     expect(successorMails.map((mail) => mail.to)).toEqual([[carol.email]]);
   });
 
+  it('goes out again for each revision, with new links; the links of the earlier revision no longer decide', async () => {
+    const approval = await requestApproval('refunds', { amount: 500 });
+    await eventually(() => mailsAbout(approval.id).length === 3);
+    const firstLinks = linksOf(mailTo(approval.id, alice).text);
+    await org
+      .asReviewer('post', `/v1/approvals/${approval.id}/decision`)
+      .send({ verdict: 'changes_requested', feedback: 'Less, please.' })
+      .expect(200);
+    // Settled by the request for changes: the link shows it, and no longer decides.
+    const settled = await env.http.get(pathOf(firstLinks.approve)).expect(200);
+    expect(settled.text).toContain('Changes requested by');
+    expect((await confirmLink(env, firstLinks.reject)).status).toBe(409);
+    await org
+      .request('post', `/v1/approvals/${approval.id}/revisions`)
+      .send({ payload: { amount: 250 }, note: 'Halved.' })
+      .expect(201);
+    await eventually(() => mailsAbout(approval.id).length === 6);
+    const toAlice = mailsAbout(approval.id).filter((mail) => mail.to.includes(alice.email));
+    expect(toAlice).toHaveLength(2);
+    expect(toAlice[1]!.text).toContain('250');
+    const secondLinks = linksOf(toAlice[1]!.text);
+    expect(secondLinks.approve).not.toBe(firstLinks.approve);
+    // The first revision's link is gone (410): it was for a payload no longer asked about.
+    expect((await confirmLink(env, firstLinks.approve)).status).toBe(410);
+    expect((await confirmLink(env, secondLinks.approve)).status).toBe(200);
+    expect(await approvalState(approval.id)).toMatchObject({ status: 'approved' });
+  });
+
   it('goes to nobody when the policy keeps email out of its channels', async () => {
     const approval = await requestApproval('api-only');
     const [event] = await env.services.db.outboxMessage.findMany({

@@ -78,6 +78,7 @@ describe('audit chain', () => {
         'payload',
         'payloadHash',
         'policyKey',
+        'revision',
         'status',
         'verdict',
       ]);

@@ -493,6 +493,37 @@ describe('every message posted for an approval follows it', () => {
     await settledMessage(approval.id, `Approved by ${bob.email}`);
   });
 
+  it('after a request for changes; the revision is posted anew, and only its message follows the decision', async () => {
+    const approval = await requestApproval();
+    const first = await postedFor(approval.id);
+    await org
+      .asReviewer('post', `/v1/approvals/${approval.id}/decision`)
+      .send({ verdict: 'changes_requested', feedback: 'Only 100.' })
+      .expect(200);
+    await settledMessage(approval.id, `Changes requested by API key ${org.reviewerKeyId}`);
+    await org
+      .request('post', `/v1/approvals/${approval.id}/revisions`)
+      .send({ payload: { amount: 100 } })
+      .expect(201);
+    const second = await eventually(() => {
+      const posts = slack
+        .of('chat.postMessage')
+        .filter((call) => buttonsOf(call).some((block) => block.elements!.some((button) => button.value === approval.id)));
+      return posts.length === 2 ? posts[1] : undefined;
+    });
+    expect(second).not.toBe(first);
+    await org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const [message] = await env.services.notifications.postedSlackMessages(approval.id);
+    await eventually(() => {
+      const last = updatesOf(message!.slackTs).at(-1);
+      return last && buttonsOf(last).length === 0 && textOf(last).includes('Approved by') ? last : null;
+    });
+    // The first revision's message still says how that revision ended.
+    const firstTs = (await env.services.notifications.postedSlackMessages(approval.id, 1))[0]!.slackTs;
+    expect(firstTs).not.toBe(message!.slackTs);
+    expect(textOf(updatesOf(firstTs).at(-1)!)).toContain('Changes requested');
+  });
+
   it('after the request expired', async () => {
     const approval = await requestApproval('brief');
     await postedFor(approval.id);

@@ -106,7 +106,7 @@ describe('webhook delivery', () => {
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         type,
         createdAt: expect.stringMatching(/Z$/),
-        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, ...data },
+        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, revision: 1, ...data },
       });
       expect(delivery.headers).toMatchObject({
         'content-type': 'application/json',

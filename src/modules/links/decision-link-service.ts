@@ -30,7 +30,7 @@ export interface DecisionLinks {
 /** A token of `newSecretToken`: 32 bytes in base64url. Anything else is no link of ours. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
-/** Settled by a reviewer: approved, rejected, or waiting for the changes a reviewer asked for. */
+/** Settled by a reviewer: approved, rejected, or waiting for the changes one asked for. */
 function isSettledByDecision(approval: ApprovalView): boolean {
   return approval.status === 'approved' || approval.status === 'rejected' || approval.status === 'changes_requested';
 }
