@@ -396,7 +396,7 @@ describe('requests for changes by mail', () => {
     await env.http.head(pathOf(requestChanges)).expect(200);
     expect(page.status).toBe(200);
     expect(page.text).toContain('Request changes to this request?');
-    expect(page.text).toMatch(/<textarea id="feedback" name="feedback" required minlength="1" maxlength="2000"/);
+    expect(page.text).toMatch(/<textarea\s+id="feedback"\s+name="feedback"\s+required\s+minlength="1"\s+maxlength="2000"/);
     expect((await approvalState(approval.id)).status).toBe('pending');
 
     // No feedback, blank feedback or too much: 422, the form again, the link still unused.

@@ -453,6 +453,12 @@ describe('requests for changes in Slack', () => {
     expect(textOf(revised)).toContain("*Agent's note:* Refund 100 &amp; new IBAN");
     expect(buttonsOf(revised)[0]!.elements!.map((button) => button.action_id)).toEqual(['approve', 'reject', 'request_changes']);
 
+    expect(buttonsOf(revised)[0]).toMatchObject({ block_id: 'decision:2' });
+    // A press on the first revision's message (as Slack would send it before the message was rewritten) decides nothing.
+    const before = slack.of('chat.postEphemeral').length;
+    await interact(buttonPress('approve', approval.id, 'U0CAROL', SLACK_TEAM_ID, 'decision:1')).expect(200);
+    const told = await eventually(() => slack.of('chat.postEphemeral')[before]);
+    expect(told.args.text).toContain('This message is about revision 1; the request was revised since (revision 2)');
     const refused = await interact(modalSubmission(stale.args.view, 'U0CAROL', 'stale')).expect(200);
     expect(refused.body).toMatchObject({ response_action: 'errors' });
     expect(await status(approval.id)).toMatchObject({ status: 'pending', revision: 2, votes: [] });

@@ -117,7 +117,13 @@ export function signedInteraction(signingSecret: string, payload: unknown, times
 }
 
 /** A button press on an approval message, as Slack's block_actions payload. */
-export function buttonPress(action: 'approve' | 'reject' | 'request_changes', approvalId: string, user: string, team = SLACK_TEAM_ID) {
+export function buttonPress(
+  action: 'approve' | 'reject' | 'request_changes',
+  approvalId: string,
+  user: string,
+  team = SLACK_TEAM_ID,
+  blockId = 'decision',
+) {
   return {
     type: 'block_actions',
     team: { id: team, domain: 'acme' },
@@ -126,7 +132,7 @@ export function buttonPress(action: 'approve' | 'reject' | 'request_changes', ap
     trigger_id: `trigger-${user}-${Date.now()}`,
     response_url: 'https://hooks.slack.invalid/actions/unused',
     message: { ts: '1.000001' },
-    actions: [{ action_id: action, block_id: 'decision', value: approvalId, type: 'button', action_ts: String(Date.now() / 1000) }],
+    actions: [{ action_id: action, block_id: blockId, value: approvalId, type: 'button', action_ts: String(Date.now() / 1000) }],
   };
 }
 

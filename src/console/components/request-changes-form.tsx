@@ -10,7 +10,7 @@ import { PayloadDiff } from './payload-diff';
 import { ProblemMessage } from './problem-message';
 
 /**
- * Asks the requester to change the request (see docs/README.md#request-changes): feedback the
+ * Asks the requester to change the request (see docs/members-and-channels.md#request-changes-and-revisions): feedback the
  * agent revises by (required, counted against its limit), and optionally a payload the reviewer
  * would approve, shown as a diff against the current one before anything is sent.
  */

@@ -130,12 +130,12 @@ function feedbackField(verdict: LinkVerdict): Html {
 function revisionNotice(approval: ApprovalView): Html | string {
   if (approval.revision <= 1) return '';
   const entry = approval.revisions.find((revision) => revision.revision === approval.revision);
-  return html`<p class="notice">
-    Revision ${String(approval.revision)} of this
-    request.${entry?.feedback ? html` Changes were asked for: “${entry.feedback}”` : ''}${
-      entry?.note ? html` The agent's note: “${entry.note}”` : ''
-    }
-  </p>`;
+  const sentences = [
+    `Revision ${approval.revision} of this request.`,
+    ...(entry?.feedback ? [`Changes were asked for: “${entry.feedback}”`] : []),
+    ...(entry?.note ? [`The agent's note: “${entry.note}”`] : []),
+  ];
+  return html`<p class="notice">${sentences.join(' ')}</p>`;
 }
 
 /** The confirmation page of an open link: the request and the form that decides it. */

@@ -11,6 +11,7 @@ import {
   APPROVE_ACTION,
   CHANGES_ACTION,
   CHANGES_MODAL,
+  DECISION_BLOCK,
   FEEDBACK_BLOCK,
   FEEDBACK_MODALS,
   feedbackModal,
@@ -30,7 +31,7 @@ const interactionSchema = z.discriminatedUnion('type', [
     ...identity,
     channel: z.object({ id: z.string() }).nullish(),
     trigger_id: z.string().min(1),
-    actions: z.array(z.object({ action_id: z.string(), value: z.string().optional() })).min(1),
+    actions: z.array(z.object({ action_id: z.string(), value: z.string().optional(), block_id: z.string().optional() })).min(1),
   }),
   z.object({
     type: z.literal('view_submission'),
@@ -44,7 +45,17 @@ const interactionSchema = z.discriminatedUnion('type', [
 ]);
 type Interaction = z.output<typeof interactionSchema>;
 
-const buttonSchema = z.object({ action_id: z.enum([APPROVE_ACTION, REJECT_ACTION, CHANGES_ACTION]), value: z.uuid() });
+const buttonSchema = z.object({
+  action_id: z.enum([APPROVE_ACTION, REJECT_ACTION, CHANGES_ACTION]),
+  value: z.uuid(),
+  block_id: z.string().optional(),
+});
+
+/** The revision a message's buttons are for (`decision:<revision>`); none on messages posted before revisions. */
+function buttonRevision(blockId: string | undefined): number | undefined {
+  const match = new RegExp(`^${DECISION_BLOCK}:([1-9][0-9]{0,3})$`).exec(blockId ?? '');
+  return match ? Number(match[1]) : undefined;
+}
 /** The revision is absent from the metadata of modals opened before revisions existed. */
 const modalMetadataSchema = z.object({
   approvalId: z.uuid(),
@@ -112,9 +123,20 @@ export class SlackInteractions {
       await this.tell({ kind: 'link', ...who, teamId: interaction.team.id });
       return {};
     }
+    const revision = buttonRevision(button.data.block_id);
+    if (revision !== undefined && revision !== approval.revision) {
+      const text = `This message is about revision ${revision}; the request was revised since (revision ${approval.revision}), so it decides nothing. The newer message, or the console, has the current revision: ${consoleUrl(this.services.config.PUBLIC_URL, approval.id)}`;
+      await this.tell({ kind: 'text', ...who, text });
+      return {};
+    }
     try {
       if (button.data.action_id === APPROVE_ACTION) {
-        await this.services.approvals.decide(connection.orgId, approval.id, { verdict: 'approved' }, voter);
+        await this.services.approvals.decide(
+          connection.orgId,
+          approval.id,
+          { verdict: 'approved', ...(revision ? { revision } : {}) },
+          voter,
+        );
         return {};
       }
       await this.services.approvals.assertMayVote(connection.orgId, approval.id, voter);

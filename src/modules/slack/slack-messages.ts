@@ -31,6 +31,7 @@ export const CHANGES_ACTION = 'request_changes';
 export const REJECT_MODAL = 'reject-feedback';
 export const CHANGES_MODAL = 'changes-feedback';
 export const FEEDBACK_BLOCK = 'feedback';
+export const DECISION_BLOCK = 'decision';
 
 /** A request's own text quoted in a message (feedback, a note) is cut here, so that a section stays under 3,000 characters. */
 const QUOTE_CHARACTERS = 900;
@@ -83,7 +84,8 @@ export function approvalMessage(approval: ApprovalView, consoleUrl: string, chan
   if (pending) {
     blocks.push({
       type: 'actions',
-      block_id: 'decision',
+      // The revision the buttons are for: a press on an earlier revision's message decides nothing.
+      block_id: `${DECISION_BLOCK}:${approval.revision}`,
       elements: [
         { type: 'button', action_id: APPROVE_ACTION, value: approval.id, style: 'primary', text: { type: 'plain_text', text: 'Approve' } },
         { type: 'button', action_id: REJECT_ACTION, value: approval.id, style: 'danger', text: { type: 'plain_text', text: 'Reject' } },
