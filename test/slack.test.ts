@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refreshApprovalMessage } from '../src/modules/slack/slack-calls.js';
 import { isFreshSlackTimestamp } from '../src/modules/slack/slack-signature.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
@@ -454,6 +455,15 @@ describe('requests for changes in Slack', () => {
     expect(buttonsOf(revised)[0]!.elements!.map((button) => button.action_id)).toEqual(['approve', 'reject', 'request_changes']);
 
     expect(buttonsOf(revised)[0]).toMatchObject({ block_id: 'decision:2' });
+    // An update of the first revision's message that lands after the revision (a late job) shows how revision 1 ended, without buttons.
+    const [first] = await env.services.notifications.postedSlackMessages(approval.id, 1);
+    expect(first).toMatchObject({ revision: 1 });
+    const connection = (await env.services.slack.connection(org.orgId))!;
+    await refreshApprovalMessage(env.services, connection, approval.id, first!, null);
+    const late = updatesOf(first!.slackTs).at(-1)!;
+    expect(buttonsOf(late)).toHaveLength(0);
+    expect(textOf(late)).toContain(`*Changes requested by ${bob.email}:* Refund 100, to &lt;the&gt; new IBAN`);
+    expect(textOf(late)).toContain('The agent sent revision 2, posted as a new message.');
     // A press on the first revision's message (as Slack would send it before the message was rewritten) decides nothing.
     const before = slack.of('chat.postEphemeral').length;
     await interact(buttonPress('approve', approval.id, 'U0CAROL', SLACK_TEAM_ID, 'decision:1')).expect(200);

@@ -49,7 +49,7 @@ export const slackPostConsumer = defineEventHandler({
       logger.warn({ err: error, approvalId }, 'Slack post may or may not have been made; it is not made again');
       return { uncertain: true };
     }
-    const message = { slackChannelId: posted.channel!, slackTs: posted.ts! };
+    const message = { slackChannelId: posted.channel!, slackTs: posted.ts!, revision: approval.revision };
     await notifications.markSent(key, { channelId: message.slackChannelId, ts: message.slackTs });
     // A vote or a settlement that committed while this was posted found no message to update.
     await refreshApprovalMessage(services, connection, approvalId, message, approval);

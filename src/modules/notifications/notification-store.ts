@@ -29,6 +29,8 @@ export interface PostedSlackMessage {
   recipient: string;
   slackChannelId: string;
   slackTs: string;
+  /** The approval's revision the message was posted for. */
+  revision: number;
 }
 
 /**
@@ -104,7 +106,7 @@ export class NotificationStore {
   postedSlackMessages(approvalId: string, revision: number | null = null): Promise<PostedSlackMessage[]> {
     return this.sql.query<PostedSlackMessage>(
       'notification-slack-messages',
-      `SELECT n.recipient, n.slack_channel_id AS "slackChannelId", n.slack_ts AS "slackTs"
+      `SELECT n.recipient, n.slack_channel_id AS "slackChannelId", n.slack_ts AS "slackTs", n.revision
        FROM approval_notifications n JOIN approvals a ON a.id = n.approval_id
        WHERE n.approval_id = $1 AND n.revision = coalesce($2, a.revision)
          AND n.channel = 'slack' AND n.status = 'sent' AND n.slack_ts IS NOT NULL`,

@@ -98,6 +98,30 @@ export function approvalMessage(approval: ApprovalView, consoleUrl: string, chan
 
 const revisionSuffix = (approval: ApprovalView) => (approval.revision > 1 ? ` (revision ${approval.revision})` : '');
 
+/**
+ * The message of an earlier revision once the request was revised: how that revision ended (the
+ * request for changes that the revision answered), without buttons; the revision has a post of its own.
+ */
+export function supersededMessage(approval: ApprovalView, revision: number, consoleUrl: string): SlackMessage {
+  const next = approval.revisions.find((entry) => entry.revision === revision + 1);
+  const asked = next?.requestedBy ? ` by ${describeDecider({ decidedBy: next.requestedBy })}` : '';
+  const lines = [
+    `*Changes requested${slackEscape(asked)}:* ${next?.feedback ? quote(next.feedback) : '(no feedback kept)'}`,
+    `The agent sent revision ${approval.revision}, posted as a new message.`,
+  ];
+  return {
+    text: `Changes requested: ${approval.action}${revision > 1 ? ` (revision ${revision})` : ''}`,
+    blocks: [
+      {
+        type: 'header',
+        text: { type: 'plain_text', text: `${approval.action}${revision > 1 ? ` (revision ${revision})` : ''}`.slice(0, 150) },
+      },
+      { type: 'section', text: { type: 'mrkdwn', text: lines.join('\n') } },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: `<${consoleUrl}|Open in console>` }] },
+    ],
+  };
+}
+
 function describeSettlement(approval: ApprovalView): string {
   const decided = approval.status === 'approved' || approval.status === 'rejected';
   // describeOutcome of a request for changes quotes its feedback already.
