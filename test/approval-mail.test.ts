@@ -439,6 +439,9 @@ describe('requests for changes by mail', () => {
     const approval = await requestApproval('refunds', payload);
     await eventually(() => mailsAbout(approval.id).length === 3);
     const first = linksOf(mailTo(approval.id, alice).text);
+    // Links of a member the revision's mail will not reach (mail turned off): they stay, for revision 1.
+    const view = (await org.request('get', `/v1/approvals/${approval.id}`).expect(200)).body;
+    const quietLinks = await env.services.decisionLinks.issue(org.orgId, view, quiet.id);
     expect((await confirmLink(env, first.requestChanges, 'Refund 100, to the other account')).status).toBe(200);
 
     await org
@@ -470,6 +473,19 @@ describe('requests for changes by mail', () => {
       const opened = await env.http.get(pathOf(link));
       expect(opened.status).toBe(410);
       expect(opened.text).toContain('the mail about a new revision has links of its own');
+      expect(
+        (
+          await env.http
+            .post(pathOf(link))
+            .type('form')
+            .send({ nonce: nonceOf(opened.text), feedback: 'x' })
+        ).status,
+      ).toBe(410);
+    }
+    for (const link of [quietLinks.approve, quietLinks.requestChanges]) {
+      const opened = await env.http.get(pathOf(link));
+      expect(opened.status).toBe(410);
+      expect(opened.text).toContain('This request was revised');
       expect(
         (
           await env.http
