@@ -429,6 +429,29 @@ describe('requests for changes in Slack', () => {
     expect(await env.services.db.approvalVote.count({ where: { approvalId: approval.id } })).toBe(1);
   });
 
+  it('many submissions of a request for changes racing Approve presses settle the request once', async () => {
+    const approval = await requestApproval();
+    await postedFor(approval.id);
+    const press = buttonPress('request_changes', approval.id, 'U0BOB');
+    await interact(press).expect(200);
+    const opened = await eventually(() => slack.of('views.open').find((call) => call.args.trigger_id === press.trigger_id));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        i % 2
+          ? interact(modalSubmission(opened.args.view, 'U0BOB', `change ${i}`))
+          : interact(buttonPress('approve', approval.id, 'U0CAROL', SLACK_TEAM_ID, 'decision:1')),
+      ),
+    );
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: approval.id } })).toBe(1);
+    const settled = await status(approval.id);
+    expect(['approved', 'changes_requested']).toContain(settled.status);
+    // The modal submissions that lost say why in the modal; the winner's answer is empty.
+    const modalAnswers = answers.filter((_, i) => i % 2).map((answer) => answer.body);
+    const won = modalAnswers.filter((body) => body === '' || (typeof body === 'object' && Object.keys(body).length === 0));
+    expect(won.length).toBe(settled.status === 'changes_requested' ? 1 : 0);
+  });
+
   it('a revision is posted anew, saying "revision N" and listing the changed fields; a modal of the earlier revision decides nothing', async () => {
     const approval = await requestApproval('refunds', { payload: { amount: 120, to: { iban: 'DE01', name: 'Ada' } } });
     await postedFor(approval.id);
