@@ -81,7 +81,9 @@ export class DecisionLinkService {
   }
 
   /** Confirms a link with the nonce of its page: the member's vote, at most once. */
-  async confirm(token: string, nonce: string, feedback: string | undefined): Promise<LinkOutcome> {
+  async confirm(token: string, nonce: string, typed: string | undefined): Promise<LinkOutcome> {
+    // Feedback as every surface sends it: trimmed, and none when only spaces were typed.
+    const feedback = typed?.trim() || undefined;
     const { state, link } = await this.read(token);
     if (state.kind !== 'open' || !link) return state.kind === 'open' ? { kind: 'gone', reason: 'unknown' } : state;
     if (!sameNonce(nonce, link.nonce)) return { kind: 'bad_nonce', state };
@@ -138,7 +140,7 @@ export class DecisionLinkService {
 }
 
 function changesFeedbackProblem(feedback: string | undefined): string | null {
-  if (!feedback?.trim()) return 'Say what should change: the feedback is what the agent revises the request by.';
+  if (!feedback) return 'Say what should change: the feedback is what the agent revises the request by.';
   if (feedback.length > MAX_CHANGES_FEEDBACK)
     return `The feedback is limited to ${MAX_CHANGES_FEEDBACK.toLocaleString('en')} characters; it has ${feedback.length.toLocaleString('en')}.`;
   return null;
