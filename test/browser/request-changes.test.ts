@@ -76,6 +76,10 @@ describe('requesting changes in the console', () => {
       ['amount', '500', '250'],
       ['to.iban', '"DE01 2345"', '"DE99 8765"'],
     ]);
+    // Line by line, keys sorted: only the changed lines, whatever order the database keeps keys in.
+    const lines = page.getByLabel('Your suggested payload, line by line');
+    expect(await lines.locator('del').allTextContents()).toEqual(['-   "amount": 500,', '-     "iban": "DE01 2345",']);
+    expect(await lines.locator('ins').allTextContents()).toEqual(['+   "amount": 250,', '+     "iban": "DE99 8765",']);
     await page.getByLabel('Your feedback').getByText('Refund half, to the IBAN on file.').waitFor();
     await screenshot(page, 'request-changes-review');
     expect(await approvalOf(org, created.id)).toMatchObject({ status: 'pending' });

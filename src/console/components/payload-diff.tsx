@@ -1,6 +1,6 @@
 import { useId } from 'react';
 import { fieldChanges } from '../../modules/approvals/payload-changes';
-import { payloadDiff } from '../lib/json-edit';
+import { payloadDiff, sortedKeys } from '../lib/json-edit';
 
 /** A value as one table cell shows it: compact JSON, cut past a few lines' worth. */
 function cellText(value: unknown): string {
@@ -11,7 +11,7 @@ function cellText(value: unknown): string {
 
 /**
  * What changed between two payloads: field by field (each changed field, nested ones as dotted
- * paths, with its value before and after), then line by line over the whole JSON.
+ * paths, with its value before and after), then line by line over the whole JSON, keys sorted.
  */
 export function PayloadDiff({
   before,
@@ -28,7 +28,7 @@ export function PayloadDiff({
 }) {
   const titleId = useId();
   const { changes, total } = fieldChanges(before, after);
-  const lines = payloadDiff(before, after);
+  const lines = payloadDiff(sortedKeys(before), sortedKeys(after));
   return (
     <div className="stack payload-diff">
       <h3 id={titleId}>{title}</h3>
