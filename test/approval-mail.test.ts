@@ -93,17 +93,19 @@ describe('the approval mail', () => {
     const links = linksOf(mail.text);
     expect(links.approve).toMatch(/^https:\/\/gate\.acme\.test\/d\/[A-Za-z0-9_-]{43}$/);
     expect(links.reject).toMatch(/^https:\/\/gate\.acme\.test\/d\/[A-Za-z0-9_-]{43}$/);
-    expect(links.approve).not.toBe(links.reject);
+    expect(links.requestChanges).toMatch(/^https:\/\/gate\.acme\.test\/d\/[A-Za-z0-9_-]{43}$/);
+    expect(new Set([links.approve, links.reject, links.requestChanges]).size).toBe(3);
     expect(links.console).toBe(`https://gate.acme.test/console/approvals/${approval.id}`);
     expect(mail.html).toContain(`href="${links.approve}"`);
     expect(mail.html).toContain(`href="${links.reject}"`);
+    expect(mail.html).toContain(`href="${links.requestChanges}"`);
     expect(mail.html).toContain(`href="${links.console}"`);
     // Each member's links are their own.
     expect(linksOf(mailTo(approval.id, bob).text).approve).not.toBe(links.approve);
 
     // Only hashes of the tokens are stored.
     const stored = await env.services.db.decisionLink.findMany({ where: { approvalId: approval.id } });
-    expect(stored).toHaveLength(6);
+    expect(stored).toHaveLength(9);
     const token = pathOf(links.approve).split('/').pop()!;
     expect(JSON.stringify(stored)).not.toContain(token);
 
@@ -379,6 +381,152 @@ describe('decision links', () => {
     const res = await confirmLink(env, linksOf(mailTo(approval.id, bob).text).approve);
     expect(res.status).toBe(409);
     expect(res.text).toContain('You voted on this request already');
+  });
+});
+
+describe('requests for changes by mail', () => {
+  const mailsTo = (approvalId: string, member: TestMember) => mailsAbout(approvalId).filter((mail) => mail.to.includes(member.email));
+  const payload = { amount: 120, currency: 'EUR', to: { iban: 'DE01', name: 'Ada' } };
+
+  it('offer a third link whose page asks for the feedback; without it nothing is decided, with it the request waits for changes', async () => {
+    const approval = await requestApproval('refunds', payload);
+    await eventually(() => mailsAbout(approval.id).length === 3);
+    const { requestChanges } = linksOf(mailTo(approval.id, alice).text);
+
+    // Opening the link, as often as a scanner does, changes nothing.
+    const page = await env.http.get(pathOf(requestChanges));
+    await env.http.head(pathOf(requestChanges)).expect(200);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Request changes to this request?');
+    expect(page.text).toMatch(/<textarea\s+id="feedback"\s+name="feedback"\s+required\s+minlength="1"\s+maxlength="2000"/);
+    expect((await approvalState(approval.id)).status).toBe('pending');
+
+    // No feedback, blank feedback or too much: 422, the form again, the link still unused.
+    for (const feedback of [undefined, '   ', 'x'.repeat(2001)]) {
+      const refused = await env.http
+        .post(pathOf(requestChanges))
+        .type('form')
+        .send({ nonce: nonceOf(page.text), ...(feedback === undefined ? {} : { feedback }) });
+      expect(refused.status).toBe(422);
+      expect(refused.text).toContain('Nothing was decided');
+      expect(refused.text).toContain('Request changes to this request?');
+    }
+    expect((await approvalState(approval.id)).status).toBe('pending');
+    expect((await env.http.get(pathOf(requestChanges))).status).toBe(200);
+
+    const done = await confirmLink(env, requestChanges, 'Refund 100 & keep <the> fee');
+    expect(done.status).toBe(200);
+    expect(done.text).toContain('Changes requested');
+    expect(done.text).toContain('Refund 100 &amp; keep &lt;the&gt; fee');
+    const view = (await org.request('get', `/v1/approvals/${approval.id}`).expect(200)).body;
+    expect(view).toMatchObject({ status: 'changes_requested', feedback: 'Refund 100 & keep <the> fee', revision: 1 });
+    expect(view.decidedBy).toMatchObject({ type: 'user', email: alice.email });
+
+    // Used: a replay, the sibling links, and other members' links show where it stands and change nothing.
+    for (const link of [requestChanges, linksOf(mailTo(approval.id, alice).text).approve, linksOf(mailTo(approval.id, bob).text).approve]) {
+      const opened = await env.http.get(pathOf(link));
+      expect(opened.status).toBe(200);
+      expect(opened.text).toContain('This request is waiting for the changes a reviewer asked for');
+      const again = await env.http
+        .post(pathOf(link))
+        .type('form')
+        .send({ nonce: nonceOf(opened.text), feedback: 'again' });
+      expect(again.status).toBe(409);
+    }
+    expect((await approvalState(approval.id)).status).toBe('changes_requested');
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: approval.id } })).toBe(1);
+  });
+
+  it('mail a revision anew, saying "revision N" and listing the changed fields; the links of the earlier revision no longer work', async () => {
+    const approval = await requestApproval('refunds', payload);
+    await eventually(() => mailsAbout(approval.id).length === 3);
+    const first = linksOf(mailTo(approval.id, alice).text);
+    // Links of a member the revision's mail will not reach (mail turned off): they stay, for revision 1.
+    const view = (await org.request('get', `/v1/approvals/${approval.id}`).expect(200)).body;
+    const quietLinks = await env.services.decisionLinks.issue(org.orgId, view, quiet.id);
+    expect((await confirmLink(env, first.requestChanges, 'Refund 100, to the other account')).status).toBe(200);
+
+    await org
+      .request('post', `/v1/approvals/${approval.id}/revisions`)
+      .send({
+        payload: { amount: 100, currency: 'EUR', to: { iban: 'DE02', name: 'Ada' }, memo: 'partial' },
+        note: 'Refunding 100 to DE02',
+      })
+      .expect(201);
+    const mails = await eventually(() => (mailsTo(approval.id, alice).length === 2 ? mailsTo(approval.id, alice) : null));
+    const revised = mails[1]!;
+    expect(revised.subject).toBe('Approval needed: refund (revision 2)');
+    for (const text of ['revision 2', 'Changed fields: amount, memo, to.iban', 'Refund 100, to the other account', 'Refunding 100 to DE02'])
+      expect(revised.text).toContain(text);
+    for (const text of [
+      '(revision 2)',
+      'Changed fields',
+      'amount, memo, to.iban',
+      'Refund 100, to the other account',
+      'Refunding 100 to DE02',
+    ])
+      expect(revised.html).toContain(text);
+    // Every reviewer is told again, once; a request for changes itself mails no reviewer.
+    await eventually(() => mailsAbout(approval.id).length === 6);
+    expect(mailsTo(approval.id, bob)).toHaveLength(2);
+
+    // The first mail's links are for a payload no longer asked about: the revision's mail replaced them.
+    for (const link of [first.approve, first.reject, first.requestChanges]) {
+      const opened = await env.http.get(pathOf(link));
+      expect(opened.status).toBe(410);
+      expect(opened.text).toContain('the mail about a new revision has links of its own');
+      expect(
+        (
+          await env.http
+            .post(pathOf(link))
+            .type('form')
+            .send({ nonce: nonceOf(opened.text), feedback: 'x' })
+        ).status,
+      ).toBe(410);
+    }
+    for (const link of [quietLinks.approve, quietLinks.requestChanges]) {
+      const opened = await env.http.get(pathOf(link));
+      expect(opened.status).toBe(410);
+      expect(opened.text).toContain('This request was revised');
+      expect(
+        (
+          await env.http
+            .post(pathOf(link))
+            .type('form')
+            .send({ nonce: nonceOf(opened.text), feedback: 'x' })
+        ).status,
+      ).toBe(410);
+    }
+    const second = linksOf(revised.text);
+    const page = await env.http.get(pathOf(second.approve));
+    expect(page.text).toContain('Revision 2 of this request.');
+    expect(page.text).toContain('Refunding 100 to DE02');
+    expect((await confirmLink(env, second.approve)).status).toBe(200);
+    expect((await approvalState(approval.id)).status).toBe('approved');
+  });
+
+  it('let one of many concurrent confirmations win: request changes, reject and approve links of three members', async () => {
+    const approval = await requestApproval('refunds', payload);
+    await eventually(() => mailsAbout(approval.id).length === 3);
+    const links = [
+      linksOf(mailTo(approval.id, alice).text).requestChanges,
+      linksOf(mailTo(approval.id, bob).text).reject,
+      linksOf(mailTo(approval.id, carol).text).approve,
+    ];
+    const pages = await Promise.all(links.map((link) => env.http.get(pathOf(link))));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        env.http
+          .post(pathOf(links[i % 3]!))
+          .type('form')
+          .send({ nonce: nonceOf(pages[i % 3]!.text), feedback: 'change it' }),
+      ),
+    );
+    const statuses = results.map((res) => res.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1);
+    expect(statuses.every((status) => status === 200 || status === 409 || status === 410)).toBe(true);
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: approval.id } })).toBe(1);
+    expect(['approved', 'rejected', 'changes_requested']).toContain((await approvalState(approval.id)).status);
   });
 });
 

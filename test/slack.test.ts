@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refreshApprovalMessage } from '../src/modules/slack/slack-calls.js';
 import { isFreshSlackTimestamp } from '../src/modules/slack/slack-signature.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
@@ -92,7 +93,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-async function requestApproval(policyKey = 'refunds', extra: { onBehalfOf?: string } = {}) {
+async function requestApproval(policyKey = 'refunds', extra: { onBehalfOf?: string; payload?: Record<string, unknown> } = {}) {
   return (
     await org
       .request('post', '/v1/approvals')
@@ -203,7 +204,7 @@ describe('PUT, GET and DELETE /v1/integrations/slack', () => {
 });
 
 describe('pending requests in Slack', () => {
-  it('are posted to the channel with Approve and Reject buttons carrying the approval id, once', async () => {
+  it('are posted to the channel with Approve, Reject and Request changes buttons carrying the approval id, once', async () => {
     const approval = await requestApproval();
     const posted = await postedFor(approval.id);
     expect(posted.token).toBe(BOT_TOKEN);
@@ -212,6 +213,7 @@ describe('pending requests in Slack', () => {
     expect(buttonsOf(posted)[0]!.elements!.map((button) => [button.action_id, button.value])).toEqual([
       ['approve', approval.id],
       ['reject', approval.id],
+      ['request_changes', approval.id],
     ]);
     expect(textOf(posted)).toContain('billing-bot');
     expect(textOf(posted)).toContain('refunds');
@@ -405,6 +407,133 @@ describe('POST /slack/interactions', () => {
     // Submitted again, the modal shows why nothing changed.
     const again = await interact(modalSubmission(opened.args.view, 'U0BOB', 'twice')).expect(200);
     expect(again.body).toEqual({ response_action: 'errors', errors: { feedback: expect.stringContaining('is rejected') } });
+  });
+});
+
+describe('requests for changes in Slack', () => {
+  const postsFor = (approvalId: string) =>
+    slack
+      .of('chat.postMessage')
+      .filter((call) => buttonsOf(call).some((block) => block.elements!.some((button) => button.value === approvalId)));
+
+  it('Request changes opens a modal that requires the feedback; its submission asks for the changes, escaped in the message', async () => {
+    const approval = await requestApproval();
+    await postedFor(approval.id);
+    const press = buttonPress('request_changes', approval.id, 'U0BOB');
+    await interact(press).expect(200);
+    const opened = await eventually(() => slack.of('views.open').find((call) => call.args.trigger_id === press.trigger_id));
+    expect(opened.token).toBe(BOT_TOKEN);
+    expect(opened.args.view).toMatchObject({ type: 'modal', callback_id: 'changes-feedback', submit: { text: 'Request changes' } });
+    const input = opened.args.view.blocks.find((block: { type: string }) => block.type === 'input');
+    expect(input).toMatchObject({ optional: false, element: { max_length: 2000 } });
+    expect(JSON.parse(opened.args.view.private_metadata)).toMatchObject({ approvalId: approval.id, revision: 1 });
+
+    // Empty or too long: the modal says why, nothing changes.
+    const empty = await interact(modalSubmission(opened.args.view, 'U0BOB', '  ')).expect(200);
+    expect(empty.body).toEqual({ response_action: 'errors', errors: { feedback: expect.stringContaining('Say what should change') } });
+    const long = await interact(modalSubmission(opened.args.view, 'U0BOB', 'x'.repeat(2001))).expect(200);
+    expect(long.body).toEqual({ response_action: 'errors', errors: { feedback: expect.stringContaining('at most 2000 characters') } });
+    expect(await status(approval.id)).toMatchObject({ status: 'pending', votes: [] });
+
+    await interact(modalSubmission(opened.args.view, 'U0BOB', 'Refund <100> & keep the fee')).expect(200, '');
+    expect(await status(approval.id)).toMatchObject({
+      status: 'changes_requested',
+      feedback: 'Refund <100> & keep the fee',
+      decidedBy: { type: 'user', id: bob.id, email: bob.email },
+    });
+    const update = await settledMessage(approval.id, `Changes requested by ${bob.email}`);
+    expect(textOf(update)).toContain('Refund &lt;100&gt; &amp; keep the fee');
+    expect(textOf(update)).not.toContain('<100>');
+
+    // A later press, on any button, is answered as every settled press is: privately, no modal, nothing changed.
+    const before = slack.of('chat.postEphemeral').length;
+    const late = buttonPress('request_changes', approval.id, 'U0CAROL');
+    await interact(late).expect(200);
+    const told = await eventually(() => slack.of('chat.postEphemeral')[before]);
+    expect(told.args).toMatchObject({ user: 'U0CAROL' });
+    expect(told.args.text).toContain('was settled by another decision');
+    expect(slack.of('views.open').filter((call) => call.args.trigger_id === late.trigger_id)).toEqual([]);
+    const again = await interact(modalSubmission(opened.args.view, 'U0BOB', 'twice')).expect(200);
+    expect(again.body).toEqual({ response_action: 'errors', errors: { feedback: expect.stringContaining('is changes_requested') } });
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: approval.id } })).toBe(1);
+  });
+
+  it('many submissions of a request for changes racing Approve presses settle the request once', async () => {
+    const approval = await requestApproval();
+    await postedFor(approval.id);
+    const press = buttonPress('request_changes', approval.id, 'U0BOB');
+    await interact(press).expect(200);
+    const opened = await eventually(() => slack.of('views.open').find((call) => call.args.trigger_id === press.trigger_id));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        i % 2
+          ? interact(modalSubmission(opened.args.view, 'U0BOB', `change ${i}`))
+          : interact(buttonPress('approve', approval.id, 'U0CAROL', SLACK_TEAM_ID, 'decision:1')),
+      ),
+    );
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: approval.id } })).toBe(1);
+    const settled = await status(approval.id);
+    expect(['approved', 'changes_requested']).toContain(settled.status);
+    // The modal submissions that lost say why in the modal; the winner's answer is empty.
+    const modalAnswers = answers.filter((_, i) => i % 2).map((answer) => answer.body);
+    const won = modalAnswers.filter((body) => body === '' || (typeof body === 'object' && Object.keys(body).length === 0));
+    expect(won.length).toBe(settled.status === 'changes_requested' ? 1 : 0);
+  });
+
+  it('a revision is posted anew, saying "revision N" and listing the changed fields; a modal of the earlier revision decides nothing', async () => {
+    const approval = await requestApproval('refunds', { payload: { amount: 120, to: { iban: 'DE01', name: 'Ada' } } });
+    await postedFor(approval.id);
+    // Carol opens the reject modal on revision 1 and submits it only after the revision.
+    const press = buttonPress('reject', approval.id, 'U0CAROL');
+    await interact(press).expect(200);
+    const stale = await eventually(() => slack.of('views.open').find((call) => call.args.trigger_id === press.trigger_id));
+
+    await bob
+      .request('post', `/v1/approvals/${approval.id}/decision`)
+      .send({ verdict: 'changes_requested', feedback: 'Refund 100, to <the> new IBAN' })
+      .expect(200);
+    await settledMessage(approval.id, `Changes requested by ${bob.email}`);
+    await org
+      .request('post', `/v1/approvals/${approval.id}/revisions`)
+      .send({ payload: { amount: 100, to: { iban: 'DE02', name: 'Ada' }, memo: 'partial' }, note: 'Refund 100 & new IBAN' })
+      .expect(201);
+
+    const revised = await eventually(() => (postsFor(approval.id).length === 2 ? postsFor(approval.id)[1] : null));
+    expect(revised.args.text).toBe('Approval needed: refund (revision 2)');
+    expect(textOf(revised)).toContain('*Revision 2* · *Changed fields:* amount, memo, to.iban');
+    expect(textOf(revised)).toContain(`*Changes asked by ${bob.email}:* Refund 100, to &lt;the&gt; new IBAN`);
+    expect(textOf(revised)).toContain("*Agent's note:* Refund 100 &amp; new IBAN");
+    expect(buttonsOf(revised)[0]!.elements!.map((button) => button.action_id)).toEqual(['approve', 'reject', 'request_changes']);
+
+    expect(buttonsOf(revised)[0]).toMatchObject({ block_id: 'decision:2' });
+    // An update of the first revision's message that lands after the revision (a late job) shows how revision 1 ended, without buttons.
+    const [first] = await env.services.notifications.postedSlackMessages(approval.id, 1);
+    expect(first).toMatchObject({ revision: 1 });
+    const connection = (await env.services.slack.connection(org.orgId))!;
+    await refreshApprovalMessage(env.services, connection, approval.id, first!, null);
+    const late = updatesOf(first!.slackTs).at(-1)!;
+    expect(buttonsOf(late)).toHaveLength(0);
+    expect(textOf(late)).toContain(`*Changes requested by ${bob.email}:* Refund 100, to &lt;the&gt; new IBAN`);
+    expect(textOf(late)).toContain('The agent sent revision 2, posted as a new message.');
+    // A press on the first revision's message (as Slack would send it before the message was rewritten) decides nothing.
+    const before = slack.of('chat.postEphemeral').length;
+    await interact(buttonPress('approve', approval.id, 'U0CAROL', SLACK_TEAM_ID, 'decision:1')).expect(200);
+    const told = await eventually(() => slack.of('chat.postEphemeral')[before]);
+    expect(told.args.text).toContain('This message is about revision 1; the request was revised since (revision 2)');
+    const refused = await interact(modalSubmission(stale.args.view, 'U0CAROL', 'stale')).expect(200);
+    expect(refused.body).toMatchObject({ response_action: 'errors' });
+    expect(await status(approval.id)).toMatchObject({ status: 'pending', revision: 2, votes: [] });
+
+    // A vote on the revision updates the revision's message, which keeps saying what changed.
+    await carol.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const ts = await eventually(async () => (await env.services.notifications.postedSlackMessages(approval.id))[0]?.slackTs);
+    const settled = await eventually(() => {
+      const last = updatesOf(ts).at(-1);
+      return last && textOf(last).includes(`Approved by ${carol.email}`) ? last : null;
+    });
+    expect(textOf(settled)).toContain('*Changed fields:* amount, memo, to.iban');
+    expect(buttonsOf(settled)).toHaveLength(0);
   });
 });
 

@@ -279,7 +279,7 @@ describe('deciding', () => {
 
     await editor.fill(JSON.stringify({ amount: 250, currency: 'EUR' }, null, 2));
     await review.click();
-    const diff = page.getByLabel('Your change to the payload');
+    const diff = page.getByLabel('Your change to the payload, line by line');
     expect(await diff.locator('del').allTextContents()).toEqual(['-   "amount": 500,']);
     expect(await diff.locator('ins').allTextContents()).toEqual(['+   "amount": 250,']);
     expect(await approvalOf(org, approval.id)).toMatchObject({ status: 'pending' });

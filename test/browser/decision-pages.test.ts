@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../../workers/worker-runtime.js';
 import { launchBrowser, openContext, screenshot } from '../support/browser.js';
-import { linksOf, pathOf } from '../support/decision-links.js';
+import { linksOf, nonceOf, pathOf } from '../support/decision-links.js';
 import { eventually } from '../support/eventually.js';
 import { createMember } from '../support/members.js';
 import { startSmtpServer, type SmtpServer } from '../support/smtp-server.js';
@@ -46,13 +46,13 @@ async function mailedApproval() {
 }
 
 describe('in Chromium', () => {
-  it('the approval mail’s HTML shows the request and its three links', async () => {
+  it('the approval mail’s HTML shows the request and its four links', async () => {
     const { mail } = await mailedApproval();
     const context = await openContext(browser, env, { width: 720, height: 900 });
     const page = await context.newPage();
     await page.setContent(mail.html!);
     await expect(page.getByRole('heading', { name: 'Approval needed: refund-customer' }).isVisible()).resolves.toBe(true);
-    for (const name of ['Approve', 'Reject', 'Open in console']) {
+    for (const name of ['Approve', 'Reject', 'Request changes', 'Open in console']) {
       await expect(page.getByRole('link', { name, exact: true }).isVisible()).resolves.toBe(true);
     }
     await expect(page.getByText('Duplicate charge <2 days ago>').isVisible()).resolves.toBe(true);
@@ -82,6 +82,49 @@ describe('in Chromium', () => {
     expect(violations).toEqual([]);
     const approval = (await org.request('get', `/v1/approvals/${id}`).expect(200)).body;
     expect(approval).toMatchObject({ status: 'approved', feedback: 'Duplicate confirmed in Stripe.' });
+    await context.close();
+  });
+
+  it('the third link asks for the feedback before it requests changes, and works once', async () => {
+    const { id, mail } = await mailedApproval();
+    const link = pathOf(linksOf(mail.text).requestChanges);
+    for (const [viewport, name] of [
+      [{ width: 720, height: 900 }, 'decision-link-request-changes'],
+      [{ width: 390, height: 844 }, 'decision-link-request-changes-390'],
+    ] as const) {
+      const context = await openContext(browser, env, viewport);
+      const page = await context.newPage();
+      await page.goto(link);
+      await page.getByRole('heading', { name: 'Request changes to this request?' }).waitFor();
+      // A string, evaluated in the page: this file is compiled without the DOM's types.
+      await expect(page.evaluate('document.documentElement.scrollWidth > window.innerWidth')).resolves.toBe(false);
+      await screenshot(page, name);
+      await context.close();
+    }
+
+    const context = await openContext(browser, env, { width: 720, height: 900 });
+    const page = await context.newPage();
+    await page.goto(link);
+    const feedback = page.getByLabel('What should change? (required)');
+    // Sent empty, the browser keeps the form: the feedback is required.
+    await page.getByRole('button', { name: 'Request changes' }).click();
+    await expect(page.evaluate("document.querySelector('#feedback').validity.valueMissing")).resolves.toBe(true);
+    expect((await org.request('get', `/v1/approvals/${id}`).expect(200)).body.status).toBe('pending');
+
+    await feedback.fill('Refund 100: the other 20.50 was a fee.');
+    const nonce = nonceOf(await page.content());
+    await page.getByRole('button', { name: 'Request changes' }).click();
+    await page.getByRole('heading', { name: 'Changes requested' }).waitFor();
+    await screenshot(page, 'decision-link-changes-requested');
+    const approval = (await org.request('get', `/v1/approvals/${id}`).expect(200)).body;
+    expect(approval).toMatchObject({ status: 'changes_requested', feedback: 'Refund 100: the other 20.50 was a fee.' });
+
+    // Opened again it shows where the request stands; the form replayed decides nothing.
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'This request is waiting for the changes a reviewer asked for' }).waitFor();
+    const replay = await page.request.post(link, { form: { nonce, feedback: 'again' } });
+    expect(replay.status()).toBe(409);
+    expect(await env.services.db.approvalVote.count({ where: { approvalId: id } })).toBe(1);
     await context.close();
   });
 });

@@ -1,9 +1,14 @@
 import type { TestEnv } from './test-env.js';
 
-/** The links of an approval mail's text: approve, reject and the console page. */
-export function linksOf(text: string): { approve: string; reject: string; console: string } {
+/** The links of an approval mail's text: approve, reject, request changes and the console page. */
+export function linksOf(text: string): { approve: string; reject: string; requestChanges: string; console: string } {
   const find = (label: string) => new RegExp(`${label}:? +(\\S+)`).exec(text)?.[1] ?? '';
-  return { approve: find('Approve'), reject: find('Reject'), console: find('Open in the console') };
+  return {
+    approve: find('Approve'),
+    reject: find('Reject'),
+    requestChanges: find('Request changes'),
+    console: find('Open in the console'),
+  };
 }
 
 /** A link of PUBLIC_URL, reached on the test's own server: its path. */

@@ -117,7 +117,13 @@ export function signedInteraction(signingSecret: string, payload: unknown, times
 }
 
 /** A button press on an approval message, as Slack's block_actions payload. */
-export function buttonPress(action: 'approve' | 'reject', approvalId: string, user: string, team = SLACK_TEAM_ID) {
+export function buttonPress(
+  action: 'approve' | 'reject' | 'request_changes',
+  approvalId: string,
+  user: string,
+  team = SLACK_TEAM_ID,
+  blockId = 'decision',
+) {
   return {
     type: 'block_actions',
     team: { id: team, domain: 'acme' },
@@ -126,11 +132,11 @@ export function buttonPress(action: 'approve' | 'reject', approvalId: string, us
     trigger_id: `trigger-${user}-${Date.now()}`,
     response_url: 'https://hooks.slack.invalid/actions/unused',
     message: { ts: '1.000001' },
-    actions: [{ action_id: action, block_id: 'decision', value: approvalId, type: 'button', action_ts: String(Date.now() / 1000) }],
+    actions: [{ action_id: action, block_id: blockId, value: approvalId, type: 'button', action_ts: String(Date.now() / 1000) }],
   };
 }
 
-/** The submission of the reject modal a press opened (its view as views.open received it). */
+/** The submission of the modal a press opened, Reject's or Request changes' (its view as views.open received it). */
 export function modalSubmission(
   view: { callback_id: string; private_metadata: string },
   user: string,

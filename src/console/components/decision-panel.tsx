@@ -5,17 +5,25 @@ import { useAction } from '../hooks/use-resource';
 import { PayloadEditor } from './payload-editor';
 import { ProblemMessage } from './problem-message';
 import { RejectDialog } from './reject-dialog';
+import { RequestChangesForm } from './request-changes-form';
 
-/** Approve, reject with feedback, or approve an edited payload. Shown only to members who may decide. */
+/**
+ * Approve, reject with feedback, approve an edited payload, or ask the requester for changes.
+ * Shown only to members who may decide; every vote names the revision the member read.
+ */
 export function DecisionPanel({ approval, onDecided }: { approval: ApprovalView; onDecided(decided: ApprovalView): void }) {
-  const [mode, setMode] = useState<'choose' | 'rejecting' | 'editing'>('choose');
-  const approve = useAction(async () => onDecided(await api.approvals.decide(approval.id, { verdict: 'approved' })));
+  const [mode, setMode] = useState<'choose' | 'rejecting' | 'editing' | 'changes'>('choose');
+  const approve = useAction(async () =>
+    onDecided(await api.approvals.decide(approval.id, { verdict: 'approved', revision: approval.revision })),
+  );
 
   return (
     <section className="panel" aria-labelledby="decide-title">
       <h2 id="decide-title">Decide</h2>
       {mode === 'editing' ? (
         <PayloadEditor approval={approval} onDecided={onDecided} onCancel={() => setMode('choose')} />
+      ) : mode === 'changes' ? (
+        <RequestChangesForm approval={approval} onDecided={onDecided} onCancel={() => setMode('choose')} />
       ) : (
         <>
           <ProblemMessage error={approve.error} />
@@ -25,6 +33,9 @@ export function DecisionPanel({ approval, onDecided }: { approval: ApprovalView;
             </button>
             <button type="button" className="danger" onClick={() => setMode('rejecting')}>
               Reject…
+            </button>
+            <button type="button" onClick={() => setMode('changes')}>
+              Request changes…
             </button>
             {/* An edited payload needs one approver to settle it: the API refuses edits under a quorum above 1. */}
             {approval.quorum === 1 && (

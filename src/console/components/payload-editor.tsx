@@ -4,6 +4,8 @@ import { api } from '../api';
 import { useAction } from '../hooks/use-resource';
 import { prettyJson } from '../lib/format';
 import { parsePayload, payloadDiff } from '../lib/json-edit';
+import { JsonPayloadField } from './json-payload-field';
+import { PayloadDiff } from './payload-diff';
 import { ProblemMessage } from './problem-message';
 
 /**
@@ -22,27 +24,24 @@ export function PayloadEditor({
   const [text, setText] = useState(() => prettyJson(approval.payload));
   const [reviewing, setReviewing] = useState(false);
   const parsed = useMemo(() => parsePayload(text), [text]);
-  const diff = useMemo(() => (parsed.ok ? payloadDiff(approval.payload, parsed.value) : []), [approval.payload, parsed]);
-  const changed = diff.some((line) => line.kind !== 'same');
+  const changed = useMemo(
+    () => parsed.ok && payloadDiff(approval.payload, parsed.value).some((line) => line.kind !== 'same'),
+    [approval.payload, parsed],
+  );
   const approve = useAction(async (payload: Record<string, unknown>) =>
-    onDecided(await api.approvals.decide(approval.id, { verdict: 'approved', editedPayload: payload })),
+    onDecided(await api.approvals.decide(approval.id, { verdict: 'approved', editedPayload: payload, revision: approval.revision })),
   );
 
   if (reviewing && parsed.ok) {
     return (
       <div className="stack">
-        <h3 id="diff-title">Your change to the payload</h3>
-        <pre className="diff" aria-labelledby="diff-title" tabIndex={0}>
-          {diff.map((line, index) =>
-            line.kind === 'added' ? (
-              <ins key={index}>+ {line.text}</ins>
-            ) : line.kind === 'removed' ? (
-              <del key={index}>- {line.text}</del>
-            ) : (
-              <span key={index}>{`  ${line.text}`}</span>
-            ),
-          )}
-        </pre>
+        <PayloadDiff
+          title="Your change to the payload"
+          before={approval.payload}
+          after={parsed.value}
+          beforeLabel="Now"
+          afterLabel="Edited"
+        />
         <ProblemMessage error={approve.error} />
         <div className="actions">
           <button type="button" className="primary" disabled={approve.pending} onClick={() => void approve.run(parsed.value)}>
@@ -57,21 +56,14 @@ export function PayloadEditor({
   }
   return (
     <div className="stack">
-      <label>
-        Edited payload (JSON)
-        <textarea
-          className="mono"
-          rows={Math.min(24, Math.max(6, text.split('\n').length + 1))}
-          spellCheck={false}
-          value={text}
-          aria-invalid={!parsed.ok}
-          aria-describedby="payload-status"
-          onChange={(event) => setText(event.target.value)}
-        />
-      </label>
-      <p id="payload-status" className={parsed.ok ? 'hint' : 'field-error'} role={parsed.ok ? undefined : 'alert'}>
-        {parsed.ok ? (changed ? 'Valid JSON. Review the change before approving.' : 'Unchanged so far.') : parsed.message}
-      </p>
+      <JsonPayloadField
+        label="Edited payload (JSON)"
+        text={text}
+        parsed={parsed}
+        changed={changed}
+        changedHint="Valid JSON. Review the change before approving."
+        onChange={setText}
+      />
       <div className="actions">
         <button type="button" className="primary" disabled={!parsed.ok || !changed} onClick={() => setReviewing(true)}>
           Review changes

@@ -19,6 +19,7 @@ export function RejectDialog({
   const reject = useAction(async () => {
     const decided = await api.approvals.decide(approval.id, {
       verdict: 'rejected',
+      revision: approval.revision,
       ...(feedback.trim() ? { feedback: feedback.trim() } : {}),
     });
     onDecided(decided);

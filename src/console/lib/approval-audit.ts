@@ -48,3 +48,16 @@ export function policyVerdictOf(events: AuditEventView[]): PolicyVerdict | null 
     evaluationError: typeof evaluationError === 'string' ? evaluationError : null,
   };
 }
+
+/**
+ * The payload of each revision of an approval, as its audit events keep it: revision 1's in
+ * approval.created, every later one's in its approval.revised (the view keeps only their hashes).
+ */
+export function revisionPayloadsOf(events: AuditEventView[]): Map<number, unknown> {
+  const payloads = new Map<number, unknown>();
+  for (const event of events) {
+    if (event.type === 'approval.created') payloads.set(1, event.data.payload);
+    if (event.type === 'approval.revised' && typeof event.data.revision === 'number') payloads.set(event.data.revision, event.data.payload);
+  }
+  return payloads;
+}

@@ -21,6 +21,20 @@ export interface DiffLine {
   text: string;
 }
 
+/**
+ * A JSON value with every object's keys sorted: the database keeps no key order of its own, so two
+ * payloads are compared line by line in one order, and only what changed shows.
+ */
+export function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]),
+  );
+}
+
 /** The change between two payloads, line by line over their pretty-printed JSON. */
 export function payloadDiff(before: unknown, after: unknown): DiffLine[] {
   return diffLines(prettyJson(before), prettyJson(after)).flatMap((change) =>

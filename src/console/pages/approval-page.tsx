@@ -11,7 +11,8 @@ import { TimeLeft } from '../components/time-left';
 import { useApprovalEvents } from '../hooks/approval-events';
 import { useMember } from '../hooks/session';
 import { useResource } from '../hooks/use-resource';
-import { auditEventsOf, policyVerdictOf, type PolicyVerdict } from '../lib/approval-audit';
+import { auditEventsOf, policyVerdictOf, revisionPayloadsOf, type PolicyVerdict } from '../lib/approval-audit';
+import { ChangesRequestedPanel, RevisionList, RevisionPanel } from '../components/revision-panels';
 import { describeDecider, formatTime, quorumText } from '../lib/format';
 
 export function ApprovalPage() {
@@ -48,6 +49,14 @@ export function ApprovalPage() {
   const voted = view.votes.some(({ by }) => (by.type === 'user' ? by.id : by.type === 'api_key' ? by.owner?.id : undefined) === member.id);
   const decidable = view.status === 'pending' && can('approvals:decide') && !voted;
   const verdict = history.data ? policyVerdictOf(history.data.events) : null;
+  const previousPayload =
+    view.revision > 1
+      ? history.data
+        ? (revisionPayloadsOf(history.data.events).get(view.revision - 1) ?? null)
+        : history.error
+          ? null
+          : undefined
+      : undefined;
 
   return (
     <article aria-labelledby="approval-title">
@@ -72,8 +81,13 @@ export function ApprovalPage() {
         )}
         <dt>Created</dt>
         <dd>{formatTime(view.createdAt)}</dd>
+        <dt>Revision</dt>
+        <dd>
+          {view.revision}
+          {view.revision > 1 && ` (${view.revision - 1} after the original)`}
+        </dd>
         <dt>Time left</dt>
-        <dd>{view.status === 'pending' ? <TimeLeft expiresAt={view.expiresAt} /> : '—'}</dd>
+        <dd>{view.status === 'pending' || view.status === 'changes_requested' ? <TimeLeft expiresAt={view.expiresAt} /> : '—'}</dd>
         <dt>Decided by</dt>
         <dd>
           {describeDecider(view.decidedBy)}
@@ -121,12 +135,19 @@ export function ApprovalPage() {
         <dd className="mono break">{view.id}</dd>
       </dl>
 
-      {decidable && <DecisionPanel key={view.id} approval={view} onDecided={(decided) => approval.update(() => decided)} />}
+      {decidable && (
+        <DecisionPanel key={`${view.id}:${view.revision}`} approval={view} onDecided={(decided) => approval.update(() => decided)} />
+      )}
+      {view.status === 'changes_requested' && <ChangesRequestedPanel approval={view} />}
+      {view.revision > 1 && <RevisionPanel approval={view} previous={previousPayload} />}
 
       <h2>Payload</h2>
       <JsonBlock label="Payload" value={view.payload} />
       <h2>Context</h2>
       {view.context ? <JsonBlock label="Context" value={view.context} /> : <p>No context was given.</p>}
+
+      <h2>Revisions</h2>
+      <RevisionList revisions={view.revisions} current={view.revision} />
 
       <h2>Audit events</h2>
       <ProblemMessage error={history.error} />

@@ -24,7 +24,8 @@ export const approvalMailConsumer = defineEventHandler({
     ({ config, approvals, notifications, decisionLinks, mailer, logger }) =>
     async (event) => {
       const approvalId = String(event.data.approvalId);
-      const approval = await approvals.find(event.orgId, approvalId);
+      const notice = await approvals.findForNotice(event.orgId, approvalId);
+      const approval = notice?.approval;
       if (approval?.status !== 'pending') return { skipped: 'approval is no longer pending' };
       const members = (await notifications.entitledMembers(event.orgId, approvalId, 'email')).filter((member) => member.emailNotifications);
 
@@ -45,6 +46,7 @@ export const approvalMailConsumer = defineEventHandler({
         });
         const mail = approvalMail({
           approval,
+          changes: notice!.changes,
           links: { ...links, console: consoleUrl(config.PUBLIC_URL, approvalId), settings: `${config.PUBLIC_URL}/console/settings` },
         });
         try {

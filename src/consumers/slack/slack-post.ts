@@ -6,8 +6,8 @@ import { defineEventHandler } from '../consumer.js';
 import { callSlack, refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
 
 /**
- * A pending approval is posted to the organization's Slack channel with Approve and Reject
- * buttons (see docs/members-and-channels.md), when someone may decide it through Slack; each
+ * A pending approval is posted to the organization's Slack channel with Approve, Reject and
+ * Request changes buttons (see docs/members-and-channels.md), when someone may decide it through Slack; each
  * revision after a request for changes is posted anew. The post is claimed before it is sent, as
  * mail is; the message (channel, ts) is recorded for the updates that follow.
  */
@@ -21,7 +21,8 @@ export const slackPostConsumer = defineEventHandler({
     const approvalId = String(event.data.approvalId);
     const connection = await slack.connection(event.orgId);
     if (!connection) return { skipped: 'no Slack workspace is connected' };
-    const approval = await approvals.find(event.orgId, approvalId);
+    const notice = await approvals.findForNotice(event.orgId, approvalId);
+    const approval = notice?.approval;
     if (approval?.status !== 'pending') return { skipped: 'approval is no longer pending' };
     if ((await notifications.entitledMembers(event.orgId, approvalId, 'slack')).length === 0) {
       return { skipped: 'nobody may decide it through Slack' };
@@ -35,7 +36,7 @@ export const slackPostConsumer = defineEventHandler({
       recipient: connection.channel,
     };
     if (!(await notifications.claim(key))) return { skipped: 'already posted' };
-    const content = approvalMessage(approval, consoleUrl(config.PUBLIC_URL, approvalId));
+    const content = approvalMessage(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes);
     let posted: { channel?: string; ts?: string };
     try {
       posted = await callSlack(services, connection, (client) => client.chat.postMessage({ channel: connection.channel, ...content }), {
@@ -48,7 +49,7 @@ export const slackPostConsumer = defineEventHandler({
       logger.warn({ err: error, approvalId }, 'Slack post may or may not have been made; it is not made again');
       return { uncertain: true };
     }
-    const message = { slackChannelId: posted.channel!, slackTs: posted.ts! };
+    const message = { slackChannelId: posted.channel!, slackTs: posted.ts!, revision: approval.revision };
     await notifications.markSent(key, { channelId: message.slackChannelId, ts: message.slackTs });
     // A vote or a settlement that committed while this was posted found no message to update.
     await refreshApprovalMessage(services, connection, approvalId, message, approval);

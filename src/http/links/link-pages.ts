@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { formatUtc } from '../../lib/display-time.js';
 import { Html, html } from '../../lib/html.js';
-import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
+import { MAX_CHANGES_FEEDBACK, type ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import type { LinkOutcome, LinkState } from '../../modules/links/decision-link-service.js';
+import type { LinkVerdict } from '../../modules/links/decision-link-store.js';
 import { describeOutcome, shownPayload } from '../../modules/notifications/approval-notice.js';
 
 /** A rendered page and the status it is sent with. */
@@ -25,7 +26,8 @@ pre{margin:0 0 16px;padding:12px;background:#f6f8fa;border:1px solid #e3e6ea;bor
 label{display:block;font-weight:600;margin:0 0 4px}
 textarea{box-sizing:border-box;width:100%;min-height:90px;padding:8px;font:inherit;border:1px solid #b8bfc9;border-radius:6px}
 button{margin-top:12px;padding:10px 20px;border:0;border-radius:6px;font:inherit;font-weight:600;color:#fff;cursor:pointer}
-.approved{background:#1a7f37}.rejected{background:#cf222e}
+.approved{background:#1a7f37}.rejected{background:#cf222e}.changes_requested{background:#8a4b00}
+.hint{margin:4px 0 0;color:#555;font-size:13px}
 .notice{padding:12px;border-radius:6px;background:#eef3fb;border:1px solid #c9d7ee;margin:0 0 16px}
 .warning{background:#fff4e5;border-color:#f0c78a}
 a{color:#24518f}
@@ -90,23 +92,68 @@ function facts(approval: ApprovalView): Html {
 
 const consoleLink = (consoleUrl: string) => html`<p><a href="${consoleUrl}">Open the request in the console</a></p>`;
 
-function verdictWord(verdict: 'approved' | 'rejected'): { verb: string; past: string } {
-  return verdict === 'approved' ? { verb: 'Approve', past: 'approved' } : { verb: 'Reject', past: 'rejected' };
+const VERDICT_WORDS: Record<LinkVerdict, { verb: string; question: string; past: string }> = {
+  approved: { verb: 'Approve', question: 'Approve this request?', past: 'Request approved' },
+  rejected: { verb: 'Reject', question: 'Reject this request?', past: 'Request rejected' },
+  changes_requested: { verb: 'Request changes', question: 'Request changes to this request?', past: 'Changes requested' },
+};
+
+/** A status as a page's heading says it. */
+const STATUS_WORDS: Record<ApprovalView['status'], string> = {
+  pending: 'pending',
+  approved: 'approved',
+  rejected: 'rejected',
+  expired: 'expired',
+  escalated: 'escalated',
+  changes_requested: 'waiting for the changes a reviewer asked for',
+};
+
+/** The feedback field: optional with approve and reject, required with a request for changes (what the agent revises by). */
+function feedbackField(verdict: LinkVerdict): Html {
+  if (verdict !== 'changes_requested') {
+    return html`<label for="feedback">Feedback for the agent (optional)</label>
+      <textarea id="feedback" name="feedback" maxlength="5000"></textarea>`;
+  }
+  return html`<label for="feedback">What should change? (required)</label>
+    <textarea
+      id="feedback"
+      name="feedback"
+      required
+      minlength="1"
+      maxlength="${String(MAX_CHANGES_FEEDBACK)}"
+      aria-describedby="feedback-hint"
+    ></textarea>
+    <p id="feedback-hint" class="hint">
+      Up to ${MAX_CHANGES_FEEDBACK.toLocaleString('en')} characters. The agent receives it and may send a revised request, which you are
+      told about again.
+    </p>`;
+}
+
+/** The revision a page is about, and what the revision before it was asked to change, once there was one. */
+function revisionNotice(approval: ApprovalView): Html | string {
+  if (approval.revision <= 1) return '';
+  const entry = approval.revisions.find((revision) => revision.revision === approval.revision);
+  const sentences = [
+    `Revision ${approval.revision} of this request.`,
+    ...(entry?.feedback ? [`Changes were asked for: “${entry.feedback}”`] : []),
+    ...(entry?.note ? [`The agent's note: “${entry.note}”`] : []),
+  ];
+  return html`<p class="notice">${sentences.join(' ')}</p>`;
 }
 
 /** The confirmation page of an open link: the request and the form that decides it. */
 function confirmationPage(state: Extract<LinkState, { kind: 'open' }>, consoleUrl: string, problem?: Html): string {
-  const { verb } = verdictWord(state.verdict);
+  const { verb, question } = VERDICT_WORDS[state.verdict];
   return pageLayout(
     `${verb} ${state.approval.action}?`,
-    html`<h1>${verb} this request?</h1>
+    html`<h1>${question}</h1>
       ${problem ?? ''}
       <p>You decide as <strong>${state.memberEmail}</strong>. Nothing happens until you press the button.</p>
-      ${state.approval.quorum > 1 ? html`<p class="notice">${describeOutcome(state.approval)}</p>` : ''} ${facts(state.approval)}
+      ${state.approval.quorum > 1 ? html`<p class="notice">${describeOutcome(state.approval)}</p>` : ''} ${revisionNotice(state.approval)}
+      ${facts(state.approval)}
       <form method="post">
         <input type="hidden" name="nonce" value="${state.nonce}" />
-        <label for="feedback">Feedback for the agent (optional)</label>
-        <textarea id="feedback" name="feedback" maxlength="5000"></textarea>
+        ${feedbackField(state.verdict)}
         <button type="submit" class="${state.verdict}">${verb}</button>
       </form>
       ${consoleLink(consoleUrl)}`,
@@ -115,17 +162,17 @@ function confirmationPage(state: Extract<LinkState, { kind: 'open' }>, consoleUr
 
 function settledPage(approval: ApprovalView, consoleUrl: string, lead: string): string {
   return pageLayout(
-    `${approval.action}: ${approval.status}`,
-    html`<h1>This request is ${approval.status}</h1>
+    `${approval.action}: ${STATUS_WORDS[approval.status]}`,
+    html`<h1>This request is ${STATUS_WORDS[approval.status]}</h1>
       <p class="notice">${lead} ${describeOutcome(approval)}${approval.feedback ? html`<br />Feedback: ${approval.feedback}` : ''}</p>
       ${facts(approval)}${consoleLink(consoleUrl)}`,
   );
 }
 
-const GONE: Record<'unknown' | 'expired' | 'used', { title: string; text: string }> = {
+const GONE: Record<Extract<LinkState, { kind: 'gone' }>['reason'], { title: string; text: string }> = {
   unknown: {
     title: 'This link does not work',
-    text: 'It may be cut short or mistyped, or the request it was for is long past. Open the console to see the requests waiting for you.',
+    text: 'It may be cut short or mistyped, the request it was for may be long past, or it was revised since: the mail about a new revision has links of its own. Open the console to see the requests waiting for you.',
   },
   expired: {
     title: 'This request has expired',
@@ -134,6 +181,10 @@ const GONE: Record<'unknown' | 'expired' | 'used', { title: string; text: string
   used: {
     title: 'This link was used already',
     text: 'Your vote on this request is recorded; it waits for the other reviewers it needs. The console shows where it stands.',
+  },
+  revised: {
+    title: 'This request was revised',
+    text: 'A reviewer asked for changes and the agent sent a new revision, so this link no longer decides anything. The mail about the new revision has links of its own, and the console shows it.',
   },
 };
 
@@ -187,6 +238,15 @@ export function outcomePage(outcome: LinkOutcome, urls: { console: (approvalId: 
           </p>`,
         ),
       };
+    case 'feedback_required':
+      return {
+        status: 422,
+        body: confirmationPage(
+          outcome.state,
+          urls.console(outcome.state.approval.id),
+          html`<p class="notice warning" role="alert">${outcome.problem} Nothing was decided.</p>`,
+        ),
+      };
     case 'refused':
       return messagePage(
         403,
@@ -203,7 +263,7 @@ export function outcomePage(outcome: LinkOutcome, urls: { console: (approvalId: 
       );
     case 'decided': {
       const { approval, verdict } = outcome;
-      const title = approval.status === 'pending' ? 'Your approval is recorded' : `Request ${verdictWord(verdict).past}`;
+      const title = approval.status === 'pending' ? 'Your approval is recorded' : VERDICT_WORDS[verdict].past;
       return messagePage(
         200,
         title,

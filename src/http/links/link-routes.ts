@@ -34,7 +34,9 @@ export const decisionLinkOperations: DocumentedOperation[] = [
       parameters: [tokenParameter],
       responses: {
         200: page('The request with its confirmation form, or its outcome when it was decided already.'),
-        410: page('Unknown token, request expired or escalated, or the link was used already.'),
+        410: page(
+          'Unknown token, request expired or escalated, the link was used already, or the request was revised since the link was sent.',
+        ),
       },
     },
   },
@@ -42,20 +44,24 @@ export const decisionLinkOperations: DocumentedOperation[] = [
     method: 'post',
     path: '/d/{token}',
     operation: {
-      summary: "Confirm a decision link: the member's vote, through channel email",
+      summary: "Confirm a decision link: the member's vote (approve, reject or request changes), through channel email",
       tags: ['decision links'],
       security: [],
       parameters: [tokenParameter],
       requestBody: formBody(['nonce'], {
         nonce: { maxLength: 200, description: "The hidden nonce of the link's own page." },
-        feedback: { maxLength: 5000 },
+        feedback: { maxLength: 5000, description: 'Optional with approve and reject; required with request changes (1-2,000 characters).' },
       }),
       responses: {
         200: page('The vote is recorded: the request is settled, or waits for the rest of its quorum.'),
         403: page('The member may not decide this request; the page says why.'),
         409: page('The request was decided already, or the member voted elsewhere.'),
-        410: page('Unknown token, request expired or escalated, or the link was used already.'),
-        422: page("The form did not come from the link's page (no valid nonce), or could not be read; nothing was decided."),
+        410: page(
+          'Unknown token, request expired or escalated, the link was used already, or the request was revised since the link was sent.',
+        ),
+        422: page(
+          "The form did not come from the link's page (no valid nonce), could not be read, or asked for changes without feedback (or with more than 2,000 characters); nothing was decided.",
+        ),
       },
     },
   },

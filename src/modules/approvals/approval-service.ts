@@ -40,6 +40,7 @@ import {
 } from './approval-transitions.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 import { attributeCommand } from '../orgs/api-keys.js';
+import type { ChangedFields } from './payload-changes.js';
 
 /** The statuses whose deadline runs: a request waiting for changes expires as a pending one does. */
 const DEADLINE_RUNS: ReadonlySet<Approval['status']> = new Set(['pending', 'changes_requested']);
@@ -437,11 +438,28 @@ export class ApprovalService {
     return approval && toApprovalView(approval);
   }
 
+  /**
+   * An approval as notices tell it: the view, and which fields its current revision changed from
+   * the one before (null for the original), for the mail and the Slack message of a revision.
+   */
+  async findForNotice(orgId: string, id: string): Promise<ApprovalNotice | null> {
+    const approval = await new ApprovalStore(this.data.db, this.data.sql, orgId).findById(id);
+    if (!approval) return null;
+    const current = (approval.revisions as unknown as RevisionRecord[]).find((entry) => entry.revision === approval.revision);
+    return { approval: toApprovalView(approval), changes: approval.revision > 1 ? (current?.changes ?? null) : null };
+  }
+
   private async require(orgId: string, id: string): Promise<ApprovalRecord> {
     const approval = await this.lookups.findById(orgId, id);
     if (!approval) throw new NotFoundError(`No approval with id '${id}' exists.`);
     return approval;
   }
+}
+
+/** What a notice of an approval tells: the approval, and what its revision changed (see findForNotice). */
+export interface ApprovalNotice {
+  approval: ApprovalView;
+  changes: ChangedFields | null;
 }
 
 /** The error of a vote that was not cast (or would not be); nothing for one that was. */
@@ -489,7 +507,9 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     votes: approval.votes ?? [],
     onBehalfOf: approval.onBehalfOf,
     revision: approval.revision,
-    revisions: (approval.revisions as unknown as RevisionRecord[]).map(({ idempotencyKey: _kept, ...revision }) => revision),
+    revisions: (approval.revisions as unknown as RevisionRecord[]).map(
+      ({ idempotencyKey: _kept, changes: _listed, ...revision }) => revision,
+    ),
     ...(changesRequested ? { suggestedPayload: (approval.suggestedPayload ?? null) as ApprovalView['suggestedPayload'] } : {}),
   };
 }

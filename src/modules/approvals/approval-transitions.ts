@@ -4,6 +4,7 @@ import { DECISION_CHANNELS, type PolicyDocument } from '../policies/policy-schem
 import type { PolicyVerdict } from '../policies/policy-rules.js';
 import type { ApprovalCreateInput, Decider, DecisionInput, RevisionInput } from './approval-schemas.js';
 import type { Approval, Creation, NewApproval, RevisionRecord, Revising, Settlement, Settling, Vote } from './approval-types.js';
+import { changedFields } from './payload-changes.js';
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
 export type Governing = (
@@ -218,6 +219,7 @@ export function reviseApproval(approval: Approval, input: RevisionInput, governi
     requestedBy: approval.decidedBy as Decider | null,
     at: now.toISOString(),
     idempotencyKey: input.idempotencyKey ?? null,
+    changes: changedFields(approval.payload, input.payload),
   };
   const revised = { ...approval, ...changes };
   const events: AuditEventDraft[] = [

@@ -2,6 +2,7 @@ import type { Approval } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import type { MemberRole } from '../orgs/tenant.js';
 import type { Decider, VoteVerdict } from './approval-schemas.js';
+import type { ChangedFields } from './payload-changes.js';
 
 export type { Approval };
 export type NewApproval = Omit<Approval, 'orgId'>;
@@ -14,7 +15,11 @@ export interface Vote {
   at: string;
 }
 
-/** A revision as the row keeps it (approvals.revisions): the view's fields and the revision's idempotency key. */
+/**
+ * A revision as the row keeps it (approvals.revisions): the view's fields, the revision's
+ * idempotency key, and which fields it changed from the revision before (what notices list; absent
+ * for the original and for revisions written before it was kept). Neither of the last two is shown.
+ */
 export interface RevisionRecord {
   revision: number;
   payloadHash: string;
@@ -23,6 +28,7 @@ export interface RevisionRecord {
   requestedBy: Decider | null;
   at: string;
   idempotencyKey: string | null;
+  changes?: ChangedFields;
 }
 
 /** An approval as read: the row and its votes. */

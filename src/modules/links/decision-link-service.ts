@@ -1,14 +1,14 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { ConflictError, DecisionRefusedError } from '../../lib/errors.js';
 import { digestToken, newSecretToken } from '../../lib/secret-tokens.js';
-import type { ApprovalView } from '../approvals/approval-schemas.js';
+import { MAX_CHANGES_FEEDBACK, type ApprovalView } from '../approvals/approval-schemas.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import { DecisionLinkStore, type DecisionLinkRecord, type LinkVerdict } from './decision-link-store.js';
 import type { Sql } from '../../data/database.js';
 
 /** What a link's page shows: the request to confirm, its outcome, or why the link no longer works. */
 export type LinkState =
-  | { kind: 'gone'; reason: 'unknown' | 'expired' | 'used' }
+  | { kind: 'gone'; reason: 'unknown' | 'expired' | 'used' | 'revised' }
   | { kind: 'settled'; approval: ApprovalView }
   | { kind: 'open'; approval: ApprovalView; verdict: LinkVerdict; memberEmail: string; nonce: string };
 
@@ -17,12 +17,14 @@ export type LinkOutcome =
   | Exclude<LinkState, { kind: 'open' }>
   | { kind: 'decided'; approval: ApprovalView; verdict: LinkVerdict }
   | { kind: 'bad_nonce'; state: Extract<LinkState, { kind: 'open' }> }
+  | { kind: 'feedback_required'; state: Extract<LinkState, { kind: 'open' }>; problem: string }
   | { kind: 'refused'; refusal: DecisionRefusedError; approval: ApprovalView }
   | { kind: 'already_voted'; approval: ApprovalView };
 
 export interface DecisionLinks {
   approve: string;
   reject: string;
+  requestChanges: string;
 }
 
 /** A token of `newSecretToken`: 32 bytes in base64url. Anything else is no link of ours. */
@@ -49,7 +51,7 @@ export class DecisionLinkService {
     this.store = new DecisionLinkStore(sql);
   }
 
-  /** New approve and reject links for a member (a mail sent again replaces the unused ones it sent before). */
+  /** New approve, reject and request-changes links for a member (a mail sent again replaces the unused ones it sent before). */
   async issue(orgId: string, approval: Pick<ApprovalView, 'id' | 'expiresAt' | 'revision'>, memberId: string): Promise<DecisionLinks> {
     const issueOne = async (verdict: LinkVerdict) => {
       const token = newSecretToken();
@@ -65,8 +67,12 @@ export class DecisionLinkService {
       });
       return `${this.options.publicUrl}/d/${token}`;
     };
-    const [approve, reject] = await Promise.all([issueOne('approved'), issueOne('rejected')]);
-    return { approve, reject };
+    const [approve, reject, requestChanges] = await Promise.all([
+      issueOne('approved'),
+      issueOne('rejected'),
+      issueOne('changes_requested'),
+    ]);
+    return { approve, reject, requestChanges };
   }
 
   /** What the link shows now; reads only. */
@@ -75,10 +81,17 @@ export class DecisionLinkService {
   }
 
   /** Confirms a link with the nonce of its page: the member's vote, at most once. */
-  async confirm(token: string, nonce: string, feedback: string | undefined): Promise<LinkOutcome> {
+  async confirm(token: string, nonce: string, typed: string | undefined): Promise<LinkOutcome> {
+    // Feedback as every surface sends it: trimmed, and none when only spaces were typed.
+    const feedback = typed?.trim() || undefined;
     const { state, link } = await this.read(token);
     if (state.kind !== 'open' || !link) return state.kind === 'open' ? { kind: 'gone', reason: 'unknown' } : state;
     if (!sameNonce(nonce, link.nonce)) return { kind: 'bad_nonce', state };
+    // Checked before the link is used: a request for changes without usable feedback leaves the link as it was.
+    if (link.verdict === 'changes_requested') {
+      const problem = changesFeedbackProblem(feedback);
+      if (problem) return { kind: 'feedback_required', state, problem };
+    }
 
     const usedAt = await this.store.use(digestToken(token), link);
     if (!usedAt) {
@@ -89,7 +102,7 @@ export class DecisionLinkService {
       const approval = await this.approvals.decide(
         link.orgId,
         link.approvalId,
-        { verdict: link.verdict, ...(feedback ? { feedback } : {}) },
+        { verdict: link.verdict, revision: link.revision, ...(feedback ? { feedback } : {}) },
         { actor: { type: 'user', id: link.memberId, email: link.memberEmail }, role: link.memberRole, channel: 'email' },
       );
       return { kind: 'decided', approval, verdict: link.verdict };
@@ -118,11 +131,19 @@ export class DecisionLinkService {
     if (!link || !approval) return { state: { kind: 'gone', reason: 'unknown' } };
     if (isSettledByDecision(approval)) return { state: { kind: 'settled', approval }, link };
     // A link of an earlier revision was for a payload that is no longer the one asked about.
-    if (approval.status !== 'pending' || link.revision !== approval.revision || link.expiresAt.getTime() <= Date.now())
+    if (link.revision !== approval.revision) return { state: { kind: 'gone', reason: 'revised' }, link };
+    if (approval.status !== 'pending' || link.expiresAt.getTime() <= Date.now())
       return { state: { kind: 'gone', reason: 'expired' }, link };
     if (link.usedAt) return { state: { kind: 'gone', reason: 'used' }, link };
     return { state: { kind: 'open', approval, verdict: link.verdict, memberEmail: link.memberEmail, nonce: link.nonce }, link };
   }
+}
+
+function changesFeedbackProblem(feedback: string | undefined): string | null {
+  if (!feedback) return 'Say what should change: the feedback is what the agent revises the request by.';
+  if (feedback.length > MAX_CHANGES_FEEDBACK)
+    return `The feedback is limited to ${MAX_CHANGES_FEEDBACK.toLocaleString('en')} characters; it has ${feedback.length.toLocaleString('en')}.`;
+  return null;
 }
 
 function sameNonce(presented: string, expected: string): boolean {

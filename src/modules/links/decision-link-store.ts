@@ -4,7 +4,10 @@ import type { DecisionLink } from '../../generated/prisma/client.js';
 import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { MemberRole } from '../orgs/tenant.js';
 
-export type LinkVerdict = 'approved' | 'rejected';
+import type { VoteVerdict } from '../approvals/approval-schemas.js';
+
+/** What a link decides: each verdict a vote may have has its own link in the mail. */
+export type LinkVerdict = VoteVerdict;
 
 export interface NewDecisionLink {
   tokenHash: Uint8Array<ArrayBuffer>;
@@ -57,7 +60,7 @@ const RECORD_COLUMNS = selectList({
 type UsedLink = { tokenHash: Buffer; usedAt: Date };
 const USED_COLUMNS = selectList(pickColumns(DECISION_LINK_COLUMNS, ['tokenHash', 'usedAt']) satisfies ColumnMap<UsedLink>);
 
-/** decision_links: only token hashes; a member's two links of one approval are used together. */
+/** decision_links: only token hashes; a member's links of one approval (one per verdict) are used together. */
 export class DecisionLinkStore {
   constructor(private readonly sql: Sql) {}
 

@@ -3,20 +3,43 @@ import { html } from '../../lib/html.js';
 import type { MailMessage } from '../../lib/mailer.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 import type { DecisionLinks } from '../links/decision-link-service.js';
+import { describeChangedFields, type ChangedFields } from '../approvals/payload-changes.js';
 import { shownPayload } from './approval-notice.js';
 
 export interface ApprovalMailInput {
   approval: ApprovalView;
+  /** What the approval's revision changed from the one before; null for the original. */
+  changes: ChangedFields | null;
   links: DecisionLinks & { console: string; settings: string };
 }
 
+/** The lines a mail of a revision adds: its number, the fields it changed, the feedback that asked for it, the agent's note. */
+function revisionFacts(approval: ApprovalView, changes: ChangedFields | null): [label: string, value: string][] {
+  if (approval.revision <= 1) return [];
+  const entry = approval.revisions.find((revision) => revision.revision === approval.revision);
+  return [
+    ['Revision', String(approval.revision)],
+    ['Changed fields', changes ? describeChangedFields(changes) : '(not recorded)'],
+    ...(entry?.feedback ? [['Changes asked', entry.feedback] as [string, string]] : []),
+    ...(entry?.note ? [["Agent's note", entry.note] as [string, string]] : []),
+  ];
+}
+
 /** The mail that asks a member to decide (see docs/members-and-channels.md): text and HTML, every value escaped in the HTML. */
-export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailMessage, 'to'> {
+export function approvalMail({ approval, changes, links }: ApprovalMailInput): Omit<MailMessage, 'to'> {
   const payload = shownPayload(approval.payload);
   const agent = approval.agent ?? '(not given)';
+  const revision = revisionFacts(approval, changes);
+  const lead =
+    revision.length > 0
+      ? `A reviewer asked for changes, and the agent sent revision ${approval.revision} of "${approval.action}": you may decide it.`
+      : `An agent asks to run "${approval.action}", and you may decide it.`;
+  const title = `Approval needed: ${approval.action}${revision.length > 0 ? ` (revision ${approval.revision})` : ''}`;
   const text = [
-    `An agent asks to run "${approval.action}", and you may decide it.`,
+    lead,
     '',
+    ...revision.map(([label, value]) => `${`${label}:`.padEnd(16)}${value}`),
+    ...(revision.length > 0 ? [''] : []),
     `Action:      ${approval.action}`,
     `Agent:       ${agent}`,
     `Policy key:  ${approval.policyKey}`,
@@ -26,8 +49,9 @@ export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailM
     'Payload:',
     payload.text,
     '',
-    `Approve: ${links.approve}`,
-    `Reject:  ${links.reject}`,
+    `Approve:         ${links.approve}`,
+    `Reject:          ${links.reject}`,
+    `Request changes: ${links.requestChanges}`,
     `Open in the console: ${links.console}`,
     '',
     'Each link opens a page that asks you to confirm; it works once, until the request expires.',
@@ -50,17 +74,17 @@ export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailM
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width" />
-        <title>Approval needed: ${approval.action}</title>
+        <title>${title}</title>
       </head>
       <body
         style="margin:0;padding:24px;background:#f4f5f7;font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:#1d2330"
       >
         <div style="max-width:640px;margin:0 auto;background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:24px">
           <p style="margin:0 0 4px;color:#555;font-size:13px">Approval Gate</p>
-          <h1 style="margin:0 0 16px;font-size:20px">Approval needed: ${approval.action}</h1>
-          <p style="margin:0 0 16px">An agent asks to run <strong>${approval.action}</strong>, and you may decide it.</p>
+          <h1 style="margin:0 0 16px;font-size:20px">${title}</h1>
+          <p style="margin:0 0 16px">${lead}</p>
           <table style="border-collapse:collapse;margin:0 0 16px;font-size:14px">
-            ${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${row('Expires at', approval.expiresAt ? formatUtc(approval.expiresAt) : '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
+            ${revision.map(([label, value]) => row(label, value))}${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${row('Expires at', approval.expiresAt ? formatUtc(approval.expiresAt) : '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
           </table>
           <p style="margin:0 0 4px;font-weight:600;font-size:14px">Payload</p>
           <pre
@@ -68,7 +92,7 @@ export function approvalMail({ approval, links }: ApprovalMailInput): Omit<MailM
           >
 ${payload.text}</pre>
           <div>
-            ${button('Approve', links.approve, '#1a7f37')}${button('Reject', links.reject, '#cf222e')}${button('Open in console', links.console, '#44546a')}
+            ${button('Approve', links.approve, '#1a7f37')}${button('Reject', links.reject, '#cf222e')}${button('Request changes', links.requestChanges, '#8a4b00')}${button('Open in console', links.console, '#44546a')}
           </div>
           <p style="margin:16px 0 0;color:#555;font-size:12px">
             Each link opens a page that asks you to confirm; it works once, until the request expires. You get this mail as a reviewer of
@@ -77,5 +101,5 @@ ${payload.text}</pre>
         </div>
       </body>
     </html>`;
-  return { subject: `Approval needed: ${approval.action}`, text, html: body.text };
+  return { subject: title, text, html: body.text };
 }

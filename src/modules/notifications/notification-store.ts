@@ -32,6 +32,8 @@ export interface PostedSlackMessage {
   recipient: string;
   slackChannelId: string;
   slackTs: string;
+  /** The approval's revision the message was posted for. */
+  revision: number;
 }
 
 /** Every column of `approval_notifications`; see ColumnMap for why a new one cannot be left out. */
@@ -54,7 +56,7 @@ const ENTITLED_MEMBER_COLUMNS = selectList(
   pickColumns(qualified('m', MEMBER_COLUMNS), ['id', 'email', 'name', 'role', 'emailNotifications']) satisfies ColumnMap<EntitledMember>,
 );
 const POSTED_SLACK_MESSAGE_COLUMNS = selectList(
-  pickColumns(NOTIFICATION_COLUMNS, ['recipient', 'slackChannelId', 'slackTs']) satisfies ColumnMap<PostedSlackMessage>,
+  pickColumns(NOTIFICATION_COLUMNS, ['recipient', 'slackChannelId', 'slackTs', 'revision']) satisfies ColumnMap<PostedSlackMessage>,
 );
 
 /**

@@ -5,7 +5,7 @@ import type { ApprovalView } from '../approvals/approval-schemas.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import { consoleUrl } from '../notifications/approval-notice.js';
 import { WebAPIRateLimitedError } from './slack-api.js';
-import { approvalMessage } from './slack-messages.js';
+import { approvalMessage, supersededMessage } from './slack-messages.js';
 import type { SlackConnection } from './slack-service.js';
 import type { SlackRateLimiter } from './slack-rate-limiter.js';
 
@@ -64,16 +64,22 @@ function sameState(a: ApprovalView, b: ApprovalView): boolean {
  * older state on top.
  */
 export async function refreshApprovalMessage(
-  services: { approvals: Pick<ApprovalService, 'find'>; slackRateLimiter: SlackRateLimiter; config: Pick<Config, 'PUBLIC_URL'> },
+  services: { approvals: Pick<ApprovalService, 'findForNotice'>; slackRateLimiter: SlackRateLimiter; config: Pick<Config, 'PUBLIC_URL'> },
   connection: SlackConnection,
   approvalId: string,
-  message: { slackChannelId: string; slackTs: string },
+  message: { slackChannelId: string; slackTs: string; revision: number },
   shown: ApprovalView | null,
 ): Promise<void> {
   for (let round = 0; round < MAX_REFRESH_ROUNDS; round++) {
-    const approval = await services.approvals.find(connection.orgId, approvalId);
+    const notice = await services.approvals.findForNotice(connection.orgId, approvalId);
+    const approval = notice?.approval;
     if (!approval || (shown && sameState(shown, approval))) return;
-    const content = approvalMessage(approval, consoleUrl(services.config.PUBLIC_URL, approvalId));
+    const url = consoleUrl(services.config.PUBLIC_URL, approvalId);
+    // A message of an earlier revision (its update raced the revision) shows how that revision ended, never the newer one.
+    const content =
+      message.revision < approval.revision
+        ? supersededMessage(approval, message.revision, url)
+        : approvalMessage(approval, url, notice.changes);
     await callSlack(
       services,
       connection,

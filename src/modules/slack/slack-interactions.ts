@@ -3,11 +3,22 @@ import { ConflictError, DecisionRefusedError, UnauthorizedError, ValidationError
 import { fieldErrors } from '../../lib/validation.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../lib/logger.js';
-import type { ApprovalView } from '../approvals/approval-schemas.js';
+import { decisionSchema, type ApprovalView } from '../approvals/approval-schemas.js';
 import type { ApprovalService, Voter } from '../approvals/approval-service.js';
 import type { MemberService } from '../members/member-service.js';
 import { consoleUrl } from '../notifications/approval-notice.js';
-import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REJECT_MODAL, rejectModal } from './slack-messages.js';
+import {
+  APPROVE_ACTION,
+  CHANGES_ACTION,
+  CHANGES_MODAL,
+  DECISION_BLOCK,
+  FEEDBACK_BLOCK,
+  FEEDBACK_MODALS,
+  feedbackModal,
+  REJECT_ACTION,
+  REJECT_MODAL,
+  type FeedbackModal,
+} from './slack-messages.js';
 import type { SlackEphemeral } from './slack-schemas.js';
 import type { SlackConnection, SlackService } from './slack-service.js';
 
@@ -20,7 +31,7 @@ const interactionSchema = z.discriminatedUnion('type', [
     ...identity,
     channel: z.object({ id: z.string() }).nullish(),
     trigger_id: z.string().min(1),
-    actions: z.array(z.object({ action_id: z.string(), value: z.string().optional() })).min(1),
+    actions: z.array(z.object({ action_id: z.string(), value: z.string().optional(), block_id: z.string().optional() })).min(1),
   }),
   z.object({
     type: z.literal('view_submission'),
@@ -34,8 +45,27 @@ const interactionSchema = z.discriminatedUnion('type', [
 ]);
 type Interaction = z.output<typeof interactionSchema>;
 
-const buttonSchema = z.object({ action_id: z.enum([APPROVE_ACTION, REJECT_ACTION]), value: z.uuid() });
-const modalMetadataSchema = z.object({ approvalId: z.uuid(), channelId: z.string().optional() });
+const buttonSchema = z.object({
+  action_id: z.enum([APPROVE_ACTION, REJECT_ACTION, CHANGES_ACTION]),
+  value: z.uuid(),
+  block_id: z.string().optional(),
+});
+
+/** The revision a message's buttons are for (`decision:<revision>`); none on messages posted before revisions. */
+function buttonRevision(blockId: string | undefined): number | undefined {
+  const match = new RegExp(`^${DECISION_BLOCK}:([1-9][0-9]{0,3})$`).exec(blockId ?? '');
+  return match ? Number(match[1]) : undefined;
+}
+/** The revision is absent from the metadata of modals opened before revisions existed. */
+const modalMetadataSchema = z.object({
+  approvalId: z.uuid(),
+  channelId: z.string().optional(),
+  revision: z.number().int().min(1).optional(),
+});
+
+/** The modal each feedback button opens. */
+const MODAL_OF = { [REJECT_ACTION]: REJECT_MODAL, [CHANGES_ACTION]: CHANGES_MODAL } as const;
+const isFeedbackModal = (callbackId: string): callbackId is FeedbackModal => Object.hasOwn(FEEDBACK_MODALS, callbackId);
 
 /** Where messages to one Slack user wait for a worker (the slack-ephemeral queue). */
 export interface EphemeralQueue {
@@ -93,9 +123,20 @@ export class SlackInteractions {
       await this.tell({ kind: 'link', ...who, teamId: interaction.team.id });
       return {};
     }
+    const revision = buttonRevision(button.data.block_id);
+    if (revision !== undefined && revision !== approval.revision) {
+      const text = `This message is about revision ${revision}; the request was revised since (revision ${approval.revision}), so it decides nothing. The newer message, or the console, has the current revision: ${consoleUrl(this.services.config.PUBLIC_URL, approval.id)}`;
+      await this.tell({ kind: 'text', ...who, text });
+      return {};
+    }
     try {
       if (button.data.action_id === APPROVE_ACTION) {
-        await this.services.approvals.decide(connection.orgId, approval.id, { verdict: 'approved' }, voter);
+        await this.services.approvals.decide(
+          connection.orgId,
+          approval.id,
+          { verdict: 'approved', ...(revision ? { revision } : {}) },
+          voter,
+        );
         return {};
       }
       await this.services.approvals.assertMayVote(connection.orgId, approval.id, voter);
@@ -105,16 +146,14 @@ export class SlackInteractions {
       return {};
     }
     // The trigger id expires 3 s after the press: the modal opens now or never.
+    const modal = MODAL_OF[button.data.action_id];
     await connection.client.views
-      .open({ trigger_id: interaction.trigger_id, view: rejectModal(approval, channelId) })
+      .open({ trigger_id: interaction.trigger_id, view: feedbackModal(modal, approval, channelId) })
       .catch(async (error: unknown) => {
-        this.services.logger.warn({ err: error, approvalId: approval.id }, 'could not open the Slack reject modal');
+        this.services.logger.warn({ err: error, approvalId: approval.id, modal }, 'could not open a Slack feedback modal');
         const url = consoleUrl(this.services.config.PUBLIC_URL, approval.id);
-        await this.tell({
-          kind: 'text',
-          ...who,
-          text: `Slack could not open the rejection form; reject the request in the console: ${url}`,
-        });
+        const what = modal === REJECT_MODAL ? 'the rejection form; reject' : 'the request for changes; ask for them';
+        await this.tell({ kind: 'text', ...who, text: `Slack could not open ${what} in the console: ${url}` });
       });
     return {};
   }
@@ -123,20 +162,22 @@ export class SlackInteractions {
     connections: SlackConnection[],
     interaction: Extract<Interaction, { type: 'view_submission' }>,
   ): Promise<InteractionAnswer> {
-    if (interaction.view.callback_id !== REJECT_MODAL) return {};
+    const kind = interaction.view.callback_id;
+    if (!isFeedbackModal(kind)) return {};
+    const { verdict, submit } = FEEDBACK_MODALS[kind];
     const metadata = modalMetadataSchema.safeParse(safeJson(interaction.view.private_metadata));
     const found = metadata.success ? await this.locate(connections, metadata.data.approvalId) : null;
     if (!found) return modalError('This request no longer exists.');
     const voter = await this.voterOf(found.connection, interaction);
-    if (!voter) return modalError('Your Slack account is not linked to a member of Approval Gate; press Reject again to get a link.');
+    if (!voter) return modalError(`Your Slack account is not linked to a member of Approval Gate; press ${submit} again to get a link.`);
     const feedback = interaction.view.state.values[FEEDBACK_BLOCK]?.[FEEDBACK_BLOCK]?.value?.trim();
+    if (verdict === 'changes_requested' && !feedback) return modalError('Say what should change: the agent revises the request by it.');
+    const revision = metadata.success ? metadata.data.revision : undefined;
+    // The API's own rules (feedback within its limit): Slack's max_length keeps a longer one out, a crafted submission may not.
+    const decision = decisionSchema.safeParse({ verdict, ...(feedback ? { feedback } : {}), ...(revision ? { revision } : {}) });
+    if (!decision.success) return modalError(decision.error.issues[0]!.message);
     try {
-      await this.services.approvals.decide(
-        found.connection.orgId,
-        found.approval.id,
-        { verdict: 'rejected', ...(feedback ? { feedback: feedback.slice(0, 5000) } : {}) },
-        voter,
-      );
+      await this.services.approvals.decide(found.connection.orgId, found.approval.id, decision.data, voter);
     } catch (error) {
       if (error instanceof DecisionRefusedError || error instanceof ConflictError) return modalError(error.message);
       throw error;
