@@ -85,7 +85,7 @@ describe('requesting changes in the console', () => {
     expect(await approvalOf(org, created.id)).toMatchObject({ status: 'pending' });
 
     await page.getByRole('button', { name: 'Send request for changes' }).click();
-    await page.locator('.page-head .badge', { hasText: 'changes_requested' }).waitFor();
+    await page.locator('.page-head .badge', { hasText: 'changes requested' }).waitFor();
     await page.getByRole('heading', { name: 'Changes requested' }).waitFor();
     expect(await fieldRows(page, 'Suggested payload')).toEqual([
       ['amount', '500', '250'],
@@ -139,7 +139,7 @@ describe('requesting changes in the console', () => {
     await phone.page.keyboard.press('Enter');
     await phone.page.getByRole('button', { name: 'Send request for changes' }).focus();
     await phone.page.keyboard.press('Enter');
-    await phone.page.locator('.page-head .badge', { hasText: 'changes_requested' }).waitFor();
+    await phone.page.locator('.page-head .badge', { hasText: 'changes requested' }).waitFor();
     expect(await approvalOf(org, created.id)).toMatchObject({
       status: 'changes_requested',
       revision: 2,

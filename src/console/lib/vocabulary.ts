@@ -18,6 +18,16 @@ export const APPROVAL_STATUSES = everyValue<ApprovalStatus>({
   changes_requested: true,
 });
 
+/** How a status reads on a badge: the API's word, with spaces. */
+export const STATUS_LABELS: Record<ApprovalStatus, string> = {
+  pending: 'pending',
+  approved: 'approved',
+  rejected: 'rejected',
+  expired: 'expired',
+  escalated: 'escalated',
+  changes_requested: 'changes requested',
+};
+
 export const WEBHOOK_EVENT_TYPES = everyValue<WebhookEventType>({
   'approval.approved': true,
   'approval.rejected': true,
