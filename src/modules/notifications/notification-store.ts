@@ -56,7 +56,12 @@ const ENTITLED_MEMBER_COLUMNS = selectList(
   pickColumns(qualified('m', MEMBER_COLUMNS), ['id', 'email', 'name', 'role', 'emailNotifications']) satisfies ColumnMap<EntitledMember>,
 );
 const POSTED_SLACK_MESSAGE_COLUMNS = selectList(
-  pickColumns(qualified('n', NOTIFICATION_COLUMNS), ['recipient', 'slackChannelId', 'slackTs', 'revision']) satisfies ColumnMap<PostedSlackMessage>,
+  pickColumns(qualified('n', NOTIFICATION_COLUMNS), [
+    'recipient',
+    'slackChannelId',
+    'slackTs',
+    'revision',
+  ]) satisfies ColumnMap<PostedSlackMessage>,
 );
 
 /**
