@@ -8,13 +8,17 @@
 -- Returns {"type":"user","id","email","role"} for a key a member owns (email and role read now;
 -- both null once the member is removed), {"type":"api_key","id"} for a service key, and
 -- {"type":"unattributed","id"} for a key whose owner is unknown, naming the key to attribute.
+-- PL/pgSQL rather than SQL: a vote resolves principals two or three times, and PostgreSQL plans
+-- a SQL function's join again at every call, where PL/pgSQL keeps the plan for the session.
 CREATE OR REPLACE FUNCTION ag_principal_of(p_actor jsonb)
 RETURNS jsonb
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-  SELECT CASE
-    WHEN p_actor IS NULL OR p_actor->>'type' <> 'api_key' THEN p_actor
-    ELSE coalesce(
+BEGIN
+  IF p_actor IS NULL OR p_actor->>'type' <> 'api_key' THEN
+    RETURN p_actor;
+  END IF;
+  RETURN coalesce(
       (SELECT CASE
                 WHEN k.owner_unknown THEN jsonb_build_object('type', 'unattributed', 'id', k.id)
                 WHEN k.owner_type = 'user' THEN jsonb_build_object('type', 'user', 'id', k.owner_id, 'email', m.email, 'role', m.role)
@@ -25,6 +29,6 @@ AS $$
        LEFT JOIN members m ON k.owner_type = 'user' AND m.id = k.owner_id
        LEFT JOIN api_keys o ON k.owner_type = 'key' AND o.id = k.owner_id
        WHERE k.id = (p_actor->>'id')::uuid),
-      jsonb_build_object('type', 'api_key', 'id', p_actor->>'id'))
-  END
+      jsonb_build_object('type', 'api_key', 'id', p_actor->>'id'));
+END
 $$;
