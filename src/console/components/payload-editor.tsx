@@ -1,9 +1,8 @@
-import { useMemo, useState } from 'react';
+import { useState } from 'react';
 import type { ApprovalView } from '../../client/api-types';
 import { api } from '../api';
 import { useAction } from '../hooks/use-resource';
-import { prettyJson } from '../lib/format';
-import { parsePayload, payloadDiff } from '../lib/json-edit';
+import { usePayloadDraft } from '../hooks/use-payload-draft';
 import { JsonPayloadField } from './json-payload-field';
 import { PayloadDiff } from './payload-diff';
 import { ProblemMessage } from './problem-message';
@@ -21,13 +20,8 @@ export function PayloadEditor({
   onDecided(decided: ApprovalView): void;
   onCancel(): void;
 }) {
-  const [text, setText] = useState(() => prettyJson(approval.payload));
+  const { text, setText, parsed, changed } = usePayloadDraft(approval.payload);
   const [reviewing, setReviewing] = useState(false);
-  const parsed = useMemo(() => parsePayload(text), [text]);
-  const changed = useMemo(
-    () => parsed.ok && payloadDiff(approval.payload, parsed.value).some((line) => line.kind !== 'same'),
-    [approval.payload, parsed],
-  );
   const approve = useAction(async (payload: Record<string, unknown>) =>
     onDecided(await api.approvals.decide(approval.id, { verdict: 'approved', editedPayload: payload, revision: approval.revision })),
   );

@@ -1,10 +1,9 @@
-import { useId, useMemo, useState } from 'react';
+import { useId, useState } from 'react';
 import type { ApprovalView } from '../../client/api-types';
 import { MAX_CHANGES_FEEDBACK } from '../../modules/approvals/approval-schemas';
 import { api } from '../api';
 import { useAction } from '../hooks/use-resource';
-import { prettyJson } from '../lib/format';
-import { parsePayload, payloadDiff } from '../lib/json-edit';
+import { usePayloadDraft } from '../hooks/use-payload-draft';
 import { JsonPayloadField } from './json-payload-field';
 import { PayloadDiff } from './payload-diff';
 import { ProblemMessage } from './problem-message';
@@ -27,13 +26,8 @@ export function RequestChangesForm({
   const counterId = useId();
   const [feedback, setFeedback] = useState('');
   const [suggesting, setSuggesting] = useState(false);
-  const [text, setText] = useState(() => prettyJson(approval.payload));
+  const { text, setText, parsed, changed } = usePayloadDraft(approval.payload);
   const [reviewing, setReviewing] = useState(false);
-  const parsed = useMemo(() => parsePayload(text), [text]);
-  const changed = useMemo(
-    () => parsed.ok && payloadDiff(approval.payload, parsed.value).some((line) => line.kind !== 'same'),
-    [approval.payload, parsed],
-  );
   const trimmed = feedback.trim();
   const suggestion = suggesting && parsed.ok ? parsed.value : null;
   const ready = trimmed.length > 0 && feedback.length <= MAX_CHANGES_FEEDBACK && (!suggesting || (parsed.ok && changed));
