@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { Request } from 'express';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { readSettlementMessage } from '../src/modules/approvals/approval-settlements.js';
 import { createServices } from '../src/services.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { eventually } from './support/eventually.js';
@@ -125,12 +126,12 @@ describe('GET /v1/approvals/:id?wait=N', () => {
     expect(answers.every((res) => res.status === 200 && res.body.status === 'approved')).toBe(true);
   });
 
-  /** Every message on the settlements channel, as another process's subscriber receives it. */
+  /** The approval ids of every message on the settlements channel, as another process's subscriber receives them. */
   async function listenToSettlements() {
     const listener = new Redis(env.config.REDIS_URL);
     const messages: string[] = [];
-    listener.on('message', (_channel: string, message: string) => messages.push(message));
-    await listener.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled`);
+    listener.on('message', (_channel: string, message: string) => messages.push(readSettlementMessage('v2', message).join(',')));
+    await listener.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled:v2`);
     return { messages, stop: () => listener.quit() };
   }
 

@@ -1,7 +1,14 @@
-// Usage: migrate-cli deploy | migrate-cli create <name>   (database: $DATABASE_URL)
+// Usage: migrate-cli deploy | migrate-cli create <name> | migrate-cli resolve --applied <migration>   (database: $DATABASE_URL)
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { applyMigrations, generateNextMigrationSql, migrationLockfile, migrationsDir, projectRoot } from './migrator.js';
+import {
+  applyMigrations,
+  generateNextMigrationSql,
+  markMigrationApplied,
+  migrationLockfile,
+  migrationsDir,
+  projectRoot,
+} from './migrator.js';
 
 const databaseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/approval_gate';
 
@@ -25,8 +32,10 @@ async function main([command, ...args]: string[]): Promise<void> {
     console.log(JSON.stringify({ applied: await applyMigrations(databaseUrl) }));
   } else if (command === 'create' && args.length <= 1) {
     await create(args[0]);
+  } else if (command === 'resolve' && args.length === 2 && args[0] === '--applied') {
+    console.log(JSON.stringify({ migration: args[1], recorded: await markMigrationApplied(databaseUrl, args[1]!) }));
   } else {
-    throw new Error('Usage: migrate-cli deploy | migrate-cli create <name>');
+    throw new Error('Usage: migrate-cli deploy | migrate-cli create <name> | migrate-cli resolve --applied <migration>');
   }
 }
 

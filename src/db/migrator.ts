@@ -40,9 +40,9 @@ const noFilters = { externalTables: [], externalEnums: [] };
  * Returns the names of the migrations applied. Concurrent callers are serialized by the engine's
  * advisory lock (pg_advisory_lock(72707369)) and by the functions' own.
  */
-export async function applyMigrations(databaseUrl: string): Promise<string[]> {
+export async function applyMigrations(databaseUrl: string, dir = migrationsDir): Promise<string[]> {
   await ensureDatabase(databaseUrl);
-  const [migrationsList, functions] = await Promise.all([readMigrations(), readSqlFunctions(sqlFunctionsDir)]);
+  const [migrationsList, functions] = await Promise.all([readMigrations(dir), readSqlFunctions(sqlFunctionsDir)]);
   const applied = await withEngine(databaseUrl, async (engine) => {
     const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: noFilters });
     return appliedMigrationNames;
@@ -59,7 +59,7 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
  */
 export async function generateNextMigrationSql(databaseUrl: string): Promise<string> {
   await ensureDatabase(databaseUrl);
-  const migrationsList = await readMigrations();
+  const migrationsList = await readMigrations(migrationsDir);
   const schema = { path: schemaPath, content: await readFile(schemaPath, 'utf8') };
   return withEngine(databaseUrl, async (engine) => {
     const { exitCode, stdout } = await engine.diff({
@@ -86,8 +86,37 @@ function findProjectRoot(from: string): string {
   }
 }
 
-/** The migrations directory in the shape `prisma migrate` hands to the engine. */
-async function readMigrations(): Promise<MigrationList> {
+/**
+ * Records a migration as applied without running it, as `prisma migrate resolve --applied` does:
+ * for a migration whose statements an operator ran by hand (see docs/operations.md, "Releases that
+ * overlap"). Returns false when it was recorded already.
+ */
+export async function markMigrationApplied(databaseUrl: string, migrationName: string): Promise<boolean> {
+  const migrationsList = await readMigrations(migrationsDir);
+  if (!migrationsList.migrationDirectories.some((directory) => directory.path === migrationName)) {
+    throw new Error(`no migration ${migrationName} in ${migrationsDir}`);
+  }
+  if ((await countApplied(databaseUrl, migrationName)) > 0) return false;
+  await withEngine(databaseUrl, (engine) => engine.markMigrationApplied({ migrationName, migrationsList }));
+  return true;
+}
+
+async function countApplied(databaseUrl: string, migrationName: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM _prisma_migrations WHERE migration_name = $1 AND finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+      [migrationName],
+    );
+    return rows[0]!.count;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A migrations directory in the shape `prisma migrate` hands to the engine. */
+async function readMigrations(migrationsDir: string): Promise<MigrationList> {
   const entries = await readdir(migrationsDir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return [];
     throw error;

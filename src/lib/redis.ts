@@ -24,11 +24,17 @@ export function createRedisSubscriber(url: string, role: string, logger: Logger)
 }
 
 /**
- * Subscribes, waiting at most `timeoutMs`: a web process must come up while Redis is away. The
+ * Subscribes to a channel (or a pattern), waiting at most `timeoutMs`: a web process must come up while Redis is away. The
  * SUBSCRIBE stays queued and ioredis re-subscribes by itself after every reconnect.
  */
-export async function subscribeWithin(subscriber: Redis, channel: string, timeoutMs: number, logger: Logger): Promise<boolean> {
-  const subscribed = subscriber.subscribe(channel).then(
+export async function subscribeWithin(
+  subscriber: Redis,
+  channel: string,
+  timeoutMs: number,
+  logger: Logger,
+  kind: 'channel' | 'pattern' = 'channel',
+): Promise<boolean> {
+  const subscribed = (kind === 'pattern' ? subscriber.psubscribe(channel) : subscriber.subscribe(channel)).then(
     () => true,
     (error: unknown) => {
       logger.error({ err: error, channel }, 'could not subscribe');

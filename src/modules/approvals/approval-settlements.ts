@@ -5,46 +5,100 @@ import type { Caller } from '../../lib/caller.js';
 import { Deadlines } from '../../lib/deadlines.js';
 import { subscribeWithin } from '../../lib/redis.js';
 
-/** Between the ids of one message; an approval id (a UUID) never holds it. */
-const ID_SEPARATOR = ',';
+/**
+ * The channels settlements travel on. A message's format is fixed by its channel's version: a
+ * change of format is a new channel, never new bytes on an old one, so that during a rolling
+ * deploy a process of the previous release never misreads a message it does not know
+ * (docs/operations.md, "Releases that overlap").
+ *
+ * - `approvals:settled` (legacy): one approval id per message, or several comma-separated. Every
+ *   release so far reads a single id; the release before versioned channels also splits commas,
+ *   and the one before it does not, which is why this one sends a single id per message there.
+ * - `approvals:settled:v2`: `{"v":2,"approvalIds":[...]}`; unknown fields are ignored.
+ */
+const LEGACY_CHANNEL = 'approvals:settled';
+const V2_CHANNEL = 'approvals:settled:v2';
+
+/**
+ * How long the count of legacy readers is trusted. A process of the previous release that
+ * subscribes just after a check misses at most this much; its long-polls then answer when their
+ * wait runs out, with the right state.
+ */
+const LEGACY_READERS_RECHECK_MS = 2_000;
+
+/** The approval ids of a message of either channel; nothing for a malformed one. */
+export function readSettlementMessage(version: 'legacy' | 'v2', message: string): string[] {
+  if (version === 'legacy') return message.split(',').filter(Boolean);
+  try {
+    const { approvalIds } = JSON.parse(message) as { approvalIds?: unknown };
+    return Array.isArray(approvalIds) ? approvalIds.filter((id): id is string => typeof id === 'string') : [];
+  } catch {
+    return [];
+  }
+}
 
 /**
  * Tells long-polling readers that an approval left `pending`, across every process.
  *
- * Each process keeps one Redis subscriber on one channel and a local table of waiters by approval
- * id, so ten thousand waiting requests cost ten thousand map entries, not ten thousand Redis
- * subscriptions or database polls. Deciders publish after their transaction commits; a message
- * lost to a Redis outage only delays the waiter until its `wait` runs out, when it re-reads the
- * database, so the answer is never wrong, at worst late. The settlements of one event-loop turn
- * (a batch of votes answered together) share one message, their ids separated by commas: one
- * PUBLISH, and one message for every subscribed process, instead of one per settlement.
+ * Each process keeps one Redis subscriber and a local table of waiters by approval id, so ten
+ * thousand waiting requests cost ten thousand map entries, not ten thousand Redis subscriptions or
+ * database polls. Deciders publish after their transaction commits; a message lost to a Redis
+ * outage only delays the waiter until its `wait` runs out, when it re-reads the database, so the
+ * answer is never wrong, at worst late. The settlements of one event-loop turn (a batch of votes
+ * answered together) share one message on the v2 channel: one PUBLISH, and one message for every
+ * subscribed process, instead of one per settlement.
+ *
+ * While processes of a previous release listen on the legacy channel (a rolling deploy), each
+ * settlement also goes there on its own. This release listens there with a pattern subscription,
+ * which Redis does not count among a channel's subscribers (PUBSUB NUMSUB), so the count is that of
+ * the previous release's processes alone, and drops to zero once the last of them stops.
  */
 export class ApprovalSettlements {
   private readonly waiters = new Map<string, Set<() => void>>();
   /** One timer per wait length, whatever the number of waiters. */
   private readonly deadlines = new Map<number, Deadlines>();
-  private readonly channel: string;
+  private readonly legacyChannel: string;
+  private readonly v2Channel: string;
+  private legacyReaders = { present: false, checkedAt: -Infinity };
   private closed = false;
   /** Announces a committed settlement, as background work: nobody waits for it. */
   readonly publish: (approvalId: string) => void;
 
   /** Without a subscriber (worker processes, which hold no long-polls) it only publishes. */
   constructor(
-    publisher: Redis,
+    private readonly publisher: Redis,
     private readonly subscriber: Redis | null,
     prefix: string,
     private readonly logger: Logger,
     background: BackgroundWork,
   ) {
-    this.channel = `${prefix}:approvals:settled`;
+    this.legacyChannel = `${prefix}:${LEGACY_CHANNEL}`;
+    this.v2Channel = `${prefix}:${V2_CHANNEL}`;
     this.publish = background.eachTurn(
       'waking long-polls (they read again when their wait runs out)',
-      (approvalIds: string[]) => publisher.publish(this.channel, approvalIds.join(ID_SEPARATOR)),
+      (approvalIds: string[]) => this.send(approvalIds),
       (approvalIds) => ({ approvalIds }),
     );
-    this.subscriber?.on('message', (channel: string, approvalIds: string) => {
-      if (channel === this.channel) for (const approvalId of approvalIds.split(ID_SEPARATOR)) this.wake(approvalId);
+    this.subscriber?.on('message', (channel: string, message: string) => {
+      if (channel === this.v2Channel) this.wakeAll(readSettlementMessage('v2', message));
     });
+    this.subscriber?.on('pmessage', (_pattern: string, channel: string, message: string) => {
+      if (channel === this.legacyChannel) this.wakeAll(readSettlementMessage('legacy', message));
+    });
+  }
+
+  private async send(approvalIds: string[]): Promise<void> {
+    const pipeline = this.publisher.pipeline().publish(this.v2Channel, JSON.stringify({ v: 2, approvalIds }));
+    if (await this.legacyReadersPresent()) for (const approvalId of approvalIds) pipeline.publish(this.legacyChannel, approvalId);
+    await pipeline.exec();
+  }
+
+  private async legacyReadersPresent(): Promise<boolean> {
+    if (performance.now() - this.legacyReaders.checkedAt >= LEGACY_READERS_RECHECK_MS) {
+      const [, count] = (await this.publisher.pubsub('NUMSUB', this.legacyChannel)) as [string, number];
+      this.legacyReaders = { present: Number(count) > 0, checkedAt: performance.now() };
+    }
+    return this.legacyReaders.present;
   }
 
   /**
@@ -52,9 +106,12 @@ export class ApprovalSettlements {
    * the API must come up while Redis is away, with long-polls answering at the end of their wait.
    */
   async start(timeoutMs = 2000): Promise<void> {
-    if (this.subscriber && !(await subscribeWithin(this.subscriber, this.channel, timeoutMs, this.logger))) {
-      this.logger.warn('approval settlements not subscribed yet; long-polls answer when their wait ends');
-    }
+    if (!this.subscriber) return;
+    const subscribed = await Promise.all([
+      subscribeWithin(this.subscriber, this.v2Channel, timeoutMs, this.logger),
+      subscribeWithin(this.subscriber, globEscape(this.legacyChannel), timeoutMs, this.logger, 'pattern'),
+    ]);
+    if (subscribed.includes(false)) this.logger.warn('approval settlements not subscribed yet; long-polls answer when their wait ends');
   }
 
   /**
@@ -100,8 +157,17 @@ export class ApprovalSettlements {
     return count;
   }
 
+  private wakeAll(approvalIds: readonly string[]): void {
+    for (const approvalId of approvalIds) this.wake(approvalId);
+  }
+
   private wake(approvalId: string): void {
     const listeners = this.waiters.get(approvalId);
     if (listeners) for (const wake of listeners) wake();
   }
+}
+
+/** A pattern that matches exactly this channel name. */
+function globEscape(channel: string): string {
+  return channel.replace(/[*?[\]\\]/g, (char) => `\\${char}`);
 }

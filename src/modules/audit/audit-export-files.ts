@@ -41,8 +41,15 @@ export class AuditExportFiles implements AuditExportStorage {
     await writer.saveProgress();
   }
 
+  /**
+   * The file's bytes reach the disk before it takes its final name, and the rename before the
+   * export is marked completed: after a power loss a completed export is whole, never a name
+   * pointing at a short or empty file.
+   */
   async complete(id: string): Promise<void> {
+    await syncPath(this.partial(id), 'r+');
     await rename(this.partial(id), this.path(id));
+    await syncPath(this.dir, 'r');
   }
 
   async read(id: string): Promise<Readable | null> {
@@ -51,6 +58,16 @@ export class AuditExportFiles implements AuditExportStorage {
 
   async remove(id: string): Promise<void> {
     await Promise.all([rm(this.path(id), { force: true }), rm(this.partial(id), { force: true })]);
+  }
+}
+
+/** fsync of a file, or of a directory (its entries: a rename). */
+async function syncPath(target: string, flags: 'r' | 'r+'): Promise<void> {
+  const handle = await open(target, flags);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

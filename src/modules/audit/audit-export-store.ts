@@ -122,19 +122,27 @@ export class AuditExportStore {
     );
   }
 
-  async complete(id: string, rowCount: number, byteSize: number): Promise<void> {
-    await this.one(
+  /**
+   * Marks a running export completed; false when it is no longer running (it stalled past the
+   * retention and was expired meanwhile), which a late run must not bring back.
+   */
+  async complete(id: string, rowCount: number, byteSize: number): Promise<boolean> {
+    const row = await this.one(
       'audit-export-complete',
-      `UPDATE audit_exports SET status = 'completed', row_count = $3, byte_size = $4, completed_at = now() WHERE org_id = $1 AND id = $2`,
+      `UPDATE audit_exports SET status = 'completed', row_count = $3, byte_size = $4, completed_at = now()
+       WHERE org_id = $1 AND id = $2 AND status = 'running' RETURNING id`,
       [id, rowCount, byteSize],
     );
+    return row !== null;
   }
 
+  /** Marks an unfinished export failed and frees its chunks; one already finished or expired stays as it is. */
   async fail(id: string): Promise<void> {
     await this.one(
       'audit-export-fail',
       `WITH failed AS (
-         UPDATE audit_exports SET status = 'failed', completed_at = now() WHERE org_id = $1 AND id = $2 RETURNING id
+         UPDATE audit_exports SET status = 'failed', completed_at = now()
+         WHERE org_id = $1 AND id = $2 AND status IN ('queued', 'running') RETURNING id
        )
        DELETE FROM audit_export_chunks WHERE export_id IN (SELECT id FROM failed)`,
       [id],
@@ -143,17 +151,21 @@ export class AuditExportStore {
 }
 
 /**
- * Marks finished exports older than the retention `expired` (of every organization, at most
- * `limit`) and deletes their chunks in the same statement; returns their ids, for storage kept
- * outside the database.
+ * Marks exports older than the retention `expired` (of every organization, at most `limit`) and
+ * deletes their chunks in the same statement; returns their ids, for storage kept outside the
+ * database. A finished export counts from its completion; one that never finished (its job lost
+ * for good, or stuck) from its creation: no export takes the whole retention to write, and its
+ * chunks or partial file would otherwise be kept forever.
  */
 export async function expireAuditExports(sql: Sql, retentionHours: number, limit: number): Promise<string[]> {
   const rows = await sql.query<Pick<AuditExport, 'id'>>(
     'audit-exports-expire',
     `WITH expired AS (
        UPDATE audit_exports SET status = 'expired'
-       WHERE id IN (SELECT id FROM audit_exports WHERE status IN ('completed', 'failed')
-                      AND completed_at < now() - $1 * interval '1 hour' LIMIT $2 FOR UPDATE SKIP LOCKED)
+       WHERE id IN (SELECT id FROM audit_exports
+                    WHERE (status IN ('completed', 'failed') AND completed_at < now() - $1 * interval '1 hour')
+                       OR (status IN ('queued', 'running') AND created_at < now() - $1 * interval '1 hour')
+                    LIMIT $2 FOR UPDATE SKIP LOCKED)
        RETURNING id
      ), freed AS (
        DELETE FROM audit_export_chunks WHERE export_id IN (SELECT id FROM expired)

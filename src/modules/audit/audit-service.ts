@@ -196,7 +196,11 @@ export class AuditService {
         if (signal?.aborted) throw new RetryLater(0, `audit export ${exportId} stopped at byte ${writtenBytes} for a shutdown`);
       }
       await this.storage.complete(exportId);
-      await store.complete(exportId, rowCount, writtenBytes);
+      if (!(await store.complete(exportId, rowCount, writtenBytes))) {
+        // Expired while it ran (stuck past the retention): what it wrote is not kept.
+        await this.storage.remove(exportId);
+        return null;
+      }
       return { rowCount, byteSize: writtenBytes };
     } finally {
       await Promise.all([reading.end(), writing.end()]);
@@ -217,7 +221,7 @@ export class AuditService {
     await this.storage.remove(exportId);
   }
 
-  /** Expires finished exports past the retention, at most `limit`, and frees their storage; returns how many. */
+  /** Expires exports past the retention (finished, or stuck unfinished), at most `limit`, and frees their storage; returns how many. */
   async expireExports(limit: number): Promise<number> {
     const expired = await expireAuditExports(this.data.sql, this.options.exportRetentionHours, limit);
     for (const id of expired) await this.storage.remove(id);

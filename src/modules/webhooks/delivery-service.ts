@@ -47,8 +47,66 @@ const actor: Actor = { type: 'system', id: 'webhook-delivery' };
  */
 const SLOT_WAIT_MS = 75;
 
+/**
+ * How long the first attempts of a job waiting for their turn at an endpoint wait without any of its
+ * attempts finishing before they step aside: longer than a healthy endpoint's answer and its
+ * recording, far shorter than a hanging one's deadline.
+ */
+const TURN_STALL_MS = 1_000;
+
 /** How long a first attempt that found its endpoint full, or failed on our side, waits as a job of its own. */
 const STEP_ASIDE_MS = { busy: 50, error: 1000 };
+
+/**
+ * The first attempts of one job to one endpoint take turns, at most the endpoint's limit at once.
+ * Raced together, those that found no slot within SLOT_WAIT_MS stepped aside as delayed jobs of
+ * their own, again and again, each time a quarter of a second late, even to an endpoint answering
+ * in milliseconds. A delivery waits for its turn as long as the endpoint's attempts keep finishing;
+ * once none has finished for `stallMs` (a slow or hanging endpoint), the waiting ones step aside
+ * as before, so one slow endpoint never holds the job's others back.
+ */
+class EndpointTurns {
+  private running = 0;
+  private readonly waiting: ((turn: boolean) => void)[] = [];
+  private stall: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly limit: number,
+    private readonly stallMs: number,
+  ) {}
+
+  /** Resolves true when it is this attempt's turn, false when the endpoint stalled meanwhile. */
+  take(): Promise<boolean> {
+    if (this.running < this.limit) {
+      this.running++;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.stall ??= this.watchForStall();
+    });
+  }
+
+  /** An attempt that had its turn finished: the next waiting one goes. */
+  done(): void {
+    clearTimeout(this.stall);
+    this.stall = undefined;
+    const next = this.waiting.shift();
+    if (!next) {
+      this.running--;
+      return;
+    }
+    next(true);
+    if (this.waiting.length > 0) this.stall = this.watchForStall();
+  }
+
+  private watchForStall(): NodeJS.Timeout {
+    return setTimeout(() => {
+      this.stall = undefined;
+      for (const giveUp of this.waiting.splice(0)) giveUp(false);
+    }, this.stallMs);
+  }
+}
 
 /** What became of the first attempts of one job. */
 export type FirstAttemptsOutcome = Partial<Record<AttemptOutcome | 'requeued', number>>;
@@ -100,15 +158,29 @@ export class DeliveryService {
    */
   async attemptFirst(deliveryIds: readonly string[], token: string | undefined): Promise<FirstAttemptsOutcome> {
     const targets = await this.store.loadTargets(deliveryIds);
+    const turns = new Map<string, EndpointTurns>();
+    const turnsOf = (endpointId: string) => {
+      let endpointTurns = turns.get(endpointId);
+      if (!endpointTurns) turns.set(endpointId, (endpointTurns = new EndpointTurns(this.slots.limit, TURN_STALL_MS)));
+      return endpointTurns;
+    };
     const settled = await Promise.allSettled(
-      deliveryIds.map(async (deliveryId, index) => {
+      deliveryIds.map(async (deliveryId, index): Promise<AttemptOutcome | 'requeued'> => {
+        const target = targets[index]!;
+        const endpointTurns = target ? turnsOf(target.endpoint.id) : null;
+        if (endpointTurns && !(await endpointTurns.take())) {
+          await this.stepAside(deliveryId, STEP_ASIDE_MS.busy);
+          return 'requeued';
+        }
         let outcome: AttemptOutcome;
         try {
-          outcome = await this.attempts.run(() => this.attemptTarget(deliveryId, targets[index]!, 1, slotHolder(deliveryId, 1, token)));
+          outcome = await this.attempts.run(() => this.attemptTarget(deliveryId, target, 1, slotHolder(deliveryId, 1, token)));
         } catch (error) {
           this.logger.warn({ err: error, deliveryId }, 'a first attempt failed on our side; it is retried as a job of its own');
           await this.stepAside(deliveryId, STEP_ASIDE_MS.error);
           return 'requeued';
+        } finally {
+          endpointTurns?.done();
         }
         if (outcome !== 'busy') return outcome;
         await this.stepAside(deliveryId, STEP_ASIDE_MS.busy);

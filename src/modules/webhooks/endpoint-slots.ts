@@ -21,7 +21,8 @@ export class EndpointSlots {
   constructor(
     redis: Redis,
     private readonly prefix: string,
-    limit: number,
+    /** Attempts in flight to one endpoint, across every process. */
+    readonly limit: number,
     holdMs: number,
   ) {
     this.slots = new ExpiringSlots(redis, limit, holdMs);
