@@ -161,6 +161,13 @@ export const approvalViewSchema = z
     quorum: z.number().int().meta({ description: 'Distinct approvals needed.' }),
     votes: z.array(voteSchema),
     onBehalfOf: z.string().nullable(),
+    createdByKey: z
+      .object({
+        id: z.uuid(),
+        name: z.string().nullable().meta({ description: "The key's name as it is now; null for a key made without one." }),
+      })
+      .nullable()
+      .meta({ description: 'The API key that created the request; null for a request whose creator was not recorded.' }),
     revision: z.number().int().min(1).meta({ description: 'The revision under review: 1 for the original.' }),
     revisions: z.array(revisionSchema).meta({ description: 'Every revision so far, the original first.' }),
     suggestedPayload: jsonObject('suggestedPayload')

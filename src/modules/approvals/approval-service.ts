@@ -213,7 +213,8 @@ export class ApprovalService {
       return { created: false, approval: toApprovalView(existing!) };
     }
     this.announceCreation(creation);
-    return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
+    const requesterKeyName = tenant.principal.type === 'api_key' ? tenant.principal.keyName : null;
+    return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId, requesterKeyName }) };
   }
 
   /**
@@ -417,7 +418,7 @@ export class ApprovalService {
     // holds. Under a larger quorum others may have voted since the read, so it is read again.
     const decided =
       outcome === 'settled' && approval.quorum === 1
-        ? { ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote] }
+        ? { ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote], requesterKeyName: approval.requesterKeyName }
         : await this.require(orgId, id);
     return toApprovalView(decided);
   }
@@ -484,7 +485,13 @@ function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
   );
 }
 
-export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }): ApprovalView {
+/** The key that created an approval, with its name, as the view shows it. */
+function creatingKey(approval: Approval, name: string | null): ApprovalView['createdByKey'] {
+  const requester = approval.requestedBy as Pick<Actor, 'type' | 'id'> | null;
+  return requester?.type === 'api_key' ? { id: requester.id, name } : null;
+}
+
+export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes']; requesterKeyName: string | null }): ApprovalView {
   const changesRequested = approval.status === 'changes_requested';
   const decided = approval.status === 'approved' || approval.status === 'rejected' || changesRequested;
   return {
@@ -506,6 +513,7 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     quorum: approval.quorum,
     votes: approval.votes ?? [],
     onBehalfOf: approval.onBehalfOf,
+    createdByKey: creatingKey(approval, approval.requesterKeyName),
     revision: approval.revision,
     revisions: (approval.revisions as unknown as RevisionRecord[]).map(
       ({ idempotencyKey: _kept, changes: _listed, ...revision }) => revision,

@@ -314,7 +314,11 @@ const VOTES = `(SELECT coalesce(jsonb_agg(jsonb_build_object(
     'at', to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY v.created_at, v.voter_key), '[]')
   FROM approval_votes v WHERE v.approval_id = approvals.id) AS votes`;
 
-const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}`;
+/** The name of the key that created the approval; null for an unnamed key or another requester. */
+const REQUESTER_KEY_NAME = `(SELECT k.name FROM api_keys k WHERE k.org_id = approvals.org_id
+    AND k.id = CASE WHEN approvals.requested_by->>'type' = 'api_key' THEN (approvals.requested_by->>'id')::uuid END) AS "requesterKeyName"`;
+
+const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}, ${REQUESTER_KEY_NAME}`;
 const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
 
 const OVERDUE_COLUMNS = selectList(pickColumns(APPROVAL_COLUMNS, ['orgId', 'id']));
