@@ -41,7 +41,7 @@ interface Build {
   base: string;
 }
 /** The console's inbox request (src/console/pages/inbox-page.tsx). */
-const INBOX_PATH = '/v1/approvals?status=pending&decidable=true';
+const INBOX_PATH = '/v1/approvals?status=pending&decidable=true&include=createdByKey';
 
 interface Case {
   name: string;

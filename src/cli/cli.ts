@@ -108,7 +108,9 @@ const commands = {
     schema: z.object({ org: z.string().min(1), email: z.email(), role: z.enum(ROLES), name: z.string().min(1).max(200).optional() }),
     run: async ({ orgs, members }: CliServices, args: { org: string; email: string; role: (typeof ROLES)[number]; name?: string }) => {
       await orgs.requireOrganization(args.org);
-      const { member, inviteUrl } = await (await members()).create(
+      const { member, inviteUrl } = await (
+        await members()
+      ).create(
         // Whoever runs the CLI holds every scope: it makes the first admin.
         { orgId: args.org, actor: CLI_ACTOR, scopes: new Set(SCOPES) },
         { email: args.email, role: args.role, ...(args.name ? { name: args.name } : {}) },

@@ -109,12 +109,10 @@ async function readSavedDemo(file: string): Promise<z.output<typeof savedDemoSch
  * approves small refunds and sends the rest to review, an agent's key and a reviewer's key, and
  * an admin member who can sign in to the console (their invite accepted with a generated password).
  */
-const AGENT_KEY_NAME = 'demo agent';
-
 async function seedDemo(services: Services): Promise<Demo> {
   const { orgId } = await services.orgs.createOrganization({ name: DEMO_ORG, plan: 'pro', adminEmails: [] });
   const system = DEMO_SEED;
-  const agentKey = await services.orgs.createApiKey({ orgId, scopes: AGENT_SCOPES, name: AGENT_KEY_NAME }, system);
+  const agentKey = await services.orgs.createApiKey({ orgId, scopes: AGENT_SCOPES, name: 'demo agent' }, system);
   const reviewerKey = await services.orgs.createApiKey({ orgId, scopes: REVIEWER_SCOPES, name: 'demo reviewer' }, system);
   const adminKey = await createAdminKey(services, orgId);
   await putDemoPolicy(services, {
@@ -122,7 +120,7 @@ async function seedDemo(services: Services): Promise<Demo> {
     plan: 'pro',
     scopes: new Set(),
     actor: system,
-    principal: { type: 'api_key', keyId: agentKey.id, keyName: AGENT_KEY_NAME, owner: null, ownerUnknown: false },
+    principal: { type: 'api_key', keyId: agentKey.id, owner: null, ownerUnknown: false },
   });
   const { inviteUrl } = await services.members.create(
     { orgId, actor: system, scopes: new Set(SCOPES) },

@@ -13,7 +13,10 @@ export const CONSOLE_BASE = '/console';
  */
 export type InboxScope = 'mine' | 'all';
 export function inboxQuery(scope: InboxScope): ApprovalListQuery {
-  return scope === 'mine' ? { status: 'pending', decidable: 'true' } : { status: 'pending' };
+  // Rows name the key that created each request beside its agent and policy.
+  return scope === 'mine'
+    ? { status: 'pending', decidable: 'true', include: 'createdByKey' }
+    : { status: 'pending', include: 'createdByKey' };
 }
 
 const SCOPE_KEY = 'approval-gate.inbox-scope';

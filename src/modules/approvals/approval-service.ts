@@ -26,7 +26,7 @@ import { ApprovalWrites } from './approval-writes.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
-import { ApprovalLookups, ApprovalStore, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
+import { ApprovalLookups, ApprovalStore, type CreateOutcome, type ListedApproval, type MonthlyQuota } from './approval-store.js';
 import type { Approval, ApprovalRecord, Creation, DecisionRefusal, RevisionRecord, VoteOutcome, VoterRecord } from './approval-types.js';
 import type { Actor } from '../audit/audit-events.js';
 import {
@@ -213,8 +213,7 @@ export class ApprovalService {
       return { created: false, approval: toApprovalView(existing!) };
     }
     this.announceCreation(creation);
-    const requesterKeyName = tenant.principal.type === 'api_key' ? tenant.principal.keyName : null;
-    return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId, requesterKeyName }) };
+    return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
   }
 
   /**
@@ -285,16 +284,19 @@ export class ApprovalService {
     const { status, cursor, ...filters } = query;
     const after = cursor === undefined ? undefined : decodeListCursor(cursor);
     if (after === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
-    const { decidable, ...exact } = filters;
+    const { decidable, include, ...exact } = filters;
     const voter = decidable ? voterOf(tenant) : undefined;
     const rows = await this.store(tenant).list({
       ...exact,
       ...(status ? { statuses: status } : {}),
       ...(after ? { after } : {}),
       ...(voter ? { decidableBy: { voter: voterRecord(voter), channel: voter.channel } } : {}),
+      withCreatingKey: include === 'createdByKey',
     });
     const last = rows.length === query.limit ? rows[rows.length - 1] : undefined;
-    return { approvals: rows.map(toApprovalView), nextCursor: last ? encodeListCursor(last) : null };
+    const view = (row: ListedApproval): ApprovalView =>
+      include === 'createdByKey' ? { ...toApprovalView(row), createdByKey: creatingKey(row) } : toApprovalView(row);
+    return { approvals: rows.map(view), nextCursor: last ? encodeListCursor(last) : null };
   }
 
   /**
@@ -418,7 +420,7 @@ export class ApprovalService {
     // holds. Under a larger quorum others may have voted since the read, so it is read again.
     const decided =
       outcome === 'settled' && approval.quorum === 1
-        ? { ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote], requesterKeyName: approval.requesterKeyName }
+        ? { ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote] }
         : await this.require(orgId, id);
     return toApprovalView(decided);
   }
@@ -485,13 +487,13 @@ function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
   );
 }
 
-/** The key that created an approval, with its name, as the view shows it. */
-function creatingKey(approval: Approval, name: string | null): ApprovalView['createdByKey'] {
+/** The API key that created an approval, with its name, as `include=createdByKey` shows it. */
+function creatingKey(approval: ListedApproval): ApprovalView['createdByKey'] {
   const requester = approval.requestedBy as Pick<Actor, 'type' | 'id'> | null;
-  return requester?.type === 'api_key' ? { id: requester.id, name } : null;
+  return requester?.type === 'api_key' ? { id: requester.id, name: approval.requesterKeyName ?? null } : null;
 }
 
-export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes']; requesterKeyName: string | null }): ApprovalView {
+export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }): ApprovalView {
   const changesRequested = approval.status === 'changes_requested';
   const decided = approval.status === 'approved' || approval.status === 'rejected' || changesRequested;
   return {
@@ -513,7 +515,6 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     quorum: approval.quorum,
     votes: approval.votes ?? [],
     onBehalfOf: approval.onBehalfOf,
-    createdByKey: creatingKey(approval, approval.requesterKeyName),
     revision: approval.revision,
     revisions: (approval.revisions as unknown as RevisionRecord[]).map(
       ({ idempotencyKey: _kept, changes: _listed, ...revision }) => revision,

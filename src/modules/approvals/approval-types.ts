@@ -31,11 +31,8 @@ export interface RevisionRecord {
   changes?: ChangedFields;
 }
 
-/**
- * An approval as read: the row, its votes, and the name of the API key that created it (null for
- * an unnamed key, or when no key did), which the view shows beside its id.
- */
-export type ApprovalRecord = Approval & { votes: Vote[]; requesterKeyName: string | null };
+/** An approval as read: the row and its votes. */
+export type ApprovalRecord = Approval & { votes: Vote[] };
 
 /** Who votes, as the database's decision rules read it (see ag_decision_refusal): the credential, whose principal the database resolves. */
 export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };

@@ -150,7 +150,7 @@ export class OrgService {
       plan: grant.plan,
       scopes: scopeSet(grant.scopes),
       actor: { type: 'api_key', id: grant.id, ...(owner ? { owner } : {}) },
-      principal: { type: 'api_key', keyId: grant.id, keyName: grant.name, owner, ownerUnknown: grant.principalUnknown },
+      principal: { type: 'api_key', keyId: grant.id, owner, ownerUnknown: grant.principalUnknown },
     };
   }
 }

@@ -15,7 +15,7 @@ export type { ApiKey };
  * What authentication needs of a key: its owner, whether its principal is unknown (see
  * ApiKeyListing), and its organization's plan in the same query.
  */
-export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'name' | 'scopes' | 'revokedAt' | 'ownerType' | 'ownerId'> &
+export type KeyGrant = Pick<ApiKey, 'id' | 'orgId' | 'scopes' | 'revokedAt' | 'ownerType' | 'ownerId'> &
   Pick<Organization, 'plan'> & { principalUnknown: boolean };
 
 /**
@@ -42,7 +42,7 @@ export type AttributionOutcome =
 type KeyGrantRow = KeyGrant & { keyHash: Buffer };
 
 const KEY_GRANT_COLUMNS = selectList({
-  ...pickColumns(qualified('k', API_KEY_COLUMNS), ['keyHash', 'id', 'orgId', 'name', 'scopes', 'revokedAt', 'ownerType', 'ownerId']),
+  ...pickColumns(qualified('k', API_KEY_COLUMNS), ['keyHash', 'id', 'orgId', 'scopes', 'revokedAt', 'ownerType', 'ownerId']),
   ...pickColumns(qualified('o', ORGANIZATION_COLUMNS), ['plan']),
   principalUnknown: `k.${API_KEY_COLUMNS.ownerUnknown} OR coalesce(maker.${API_KEY_COLUMNS.ownerUnknown}, false)`,
 } satisfies ColumnMap<KeyGrantRow>);

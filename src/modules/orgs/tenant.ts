@@ -46,7 +46,7 @@ export const ROLE_SCOPES: Record<MemberRole, ReadonlySet<Scope>> = {
  * see docs/members-and-channels.md#keys-made-before-owners), or a member's session cookie.
  */
 export type Principal =
-  | { type: 'api_key'; keyId: string; keyName: string | null; owner: KeyOwner | null; ownerUnknown: boolean }
+  | { type: 'api_key'; keyId: string; owner: KeyOwner | null; ownerUnknown: boolean }
   | { type: 'session'; sessionId: string; memberId: string; email: string; role: MemberRole; csrfToken: string };
 
 /** The authenticated caller: the organization every query is scoped to, and who acts. */
