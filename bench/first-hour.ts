@@ -2,19 +2,24 @@
 //
 //   npm run bench:first-hour                  5 runs of each
 //   BENCH_RUNS=10 npm run bench:first-hour
+//   BENCH_CLONE=1 npm run bench:first-hour    first, once: clone to the first working request
 //
 // Each figure is the wall time of whole processes, taken in turns with its ceiling so that the
 // machine's drift moves both: a CLI call (`npm run cli -- org:plan`, which checks that dist/ is
 // current, then runs it) against a bare Node process that asks PostgreSQL `SELECT 1` (the least a
 // command touching the database can cost); a restart of `npm run dev` until its banner against
 // `node dist/src/dev.js` started directly (the same start, without the check that skips the
-// builds). The last line of stdout is the figures as JSON.
+// builds). With BENCH_CLONE=1, first, once: what the README's first steps take from a clone of
+// this repository's HEAD (git clone, npm ci from npm's cache, npm run dev to its banner, then the
+// README's first request), each step timed; the clone's database is dropped afterwards. The last
+// line of stdout is the figures as JSON.
 import { spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { formatTable, median, round } from './lib/figures.js';
 import { deleteRedisKeys, dropDatabase, recreateDatabase } from './lib/fixtures.js';
-import { envInt, log, runBenchmark } from './lib/run.js';
+import { envFlag, envInt, log, runBenchmark } from './lib/run.js';
 
 const RUNS = envInt('BENCH_RUNS', 5);
 const DATABASE = 'approval_gate_bench_first_hour';
@@ -23,18 +28,32 @@ const PORT = 3912;
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DEMO_FILE = '.approval-gate-dev.json';
 
-/** Runs a command to its end (or until `ready` sees its output, then stops it); answers its wall time in ms. */
-function timed(command: string, args: string[], env: Record<string, string>, ready?: (output: string) => boolean): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Runs a command to its end (or until `ready` sees its output, then stops it, or with `keep` leaves
+ * it running: `stop` ends it); answers its wall time in ms.
+ */
+function timed(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  ready?: (output: string) => boolean,
+  { cwd = ROOT, keep = false }: { cwd?: string; keep?: boolean } = {},
+): Promise<number> & { output?: () => string; stop?: () => void } {
+  let output = '';
+  let stop = () => {};
+  const result = new Promise<number>((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
+    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    stop = () => {
+      if (child.exitCode === null) process.kill(-child.pid!, 'SIGTERM');
+    };
     let done = false;
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       if (ready && !done && ready(output)) {
         done = true;
         const elapsed = performance.now() - started;
+        if (keep) return resolve(elapsed);
         process.kill(-child.pid!, 'SIGTERM');
         child.once('exit', () => resolve(elapsed));
       }
@@ -47,6 +66,54 @@ function timed(command: string, args: string[], env: Record<string, string>, rea
       else resolve(performance.now() - started);
     });
   });
+  return Object.assign(result, { output: () => output, stop: () => stop() });
+}
+
+/**
+ * The README's first steps from a clone of HEAD, once, each timed: clone, install (npm ci from
+ * npm's cache: what a second project on the same machine would wait for, not the network), `npm
+ * run dev` to its banner (the first build, the migrations, the demo), then the README's first
+ * request with the key the banner printed.
+ */
+interface CloneSteps {
+  cloneMs: number;
+  installMs: number;
+  devMs: number;
+  firstRequestMs: number;
+  totalMs: number;
+}
+
+async function cloneToFirstRequest(env: Record<string, string>): Promise<CloneSteps> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ag-first-hour-'));
+  try {
+    const clone = path.join(dir, 'approval-gate');
+    const steps: CloneSteps = { cloneMs: 0, installMs: 0, devMs: 0, firstRequestMs: 0, totalMs: 0 };
+    steps.cloneMs = await timed('git', ['clone', '--quiet', ROOT, clone], env);
+    log(`cloned in ${round(steps.cloneMs / 1000)} s; npm ci`);
+    steps.installMs = await timed('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], env, undefined, { cwd: clone });
+    log(`installed in ${round(steps.installMs / 1000)} s; npm run dev`);
+    const dev = timed('npm', ['run', 'dev'], env, (output) => output.includes('export AG='), { cwd: clone, keep: true });
+    try {
+      steps.devMs = await dev;
+      log(`npm run dev printed its banner in ${round(steps.devMs / 1000)} s`);
+      const agentKey = /AGENT_KEY=(\S+)/.exec(dev.output!())![1]!;
+      const started = performance.now();
+      const response = await fetch(`http://127.0.0.1:${env.PORT}/v1/approvals`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ action: 'refund', payload: { amount: 40 }, policyKey: 'refunds', agent: 'support-bot' }),
+      });
+      steps.firstRequestMs = performance.now() - started;
+      if (response.status !== 200) throw new Error(`the first request answered ${response.status}: ${await response.text()}`);
+    } finally {
+      dev.stop!();
+      await dev.catch(() => undefined);
+    }
+    steps.totalMs = steps.cloneMs + steps.installMs + steps.devMs + steps.firstRequestMs;
+    return steps;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 runBenchmark('bench:first-hour', 30 * 60_000, async (cleanup) => {
@@ -61,6 +128,13 @@ runBenchmark('bench:first-hour', 30 * 60_000, async (cleanup) => {
   const own = await readFile(demoFile, 'utf8').catch(() => null);
   await rm(demoFile, { force: true });
   cleanup(() => (own === null ? rm(demoFile, { force: true }) : writeFile(demoFile, own, { mode: 0o600 })));
+
+  const cloned = envFlag('BENCH_CLONE', false) ? await cloneToFirstRequest(env) : null;
+  if (cloned) {
+    // The clone seeded the demo into the same database: this tree's first start makes its own.
+    await recreateDatabase(DATABASE);
+    await deleteRedisKeys(REDIS_PREFIX);
+  }
 
   log('first npm run dev: builds what changed, seeds the demo');
   await timed('npm', ['run', 'dev'], env, banner);
@@ -80,6 +154,7 @@ runBenchmark('bench:first-hour', 30 * 60_000, async (cleanup) => {
   }
 
   const figures = {
+    ...(cloned ? { cloneToFirstRequest: Object.fromEntries(Object.entries(cloned).map(([step, ms]) => [step, round(ms)])) } : {}),
     cliMs: round(median(cli)),
     cliCeilingMs: round(median(bare)),
     cliRatio: round(median(cli) / median(bare), 2),
@@ -96,5 +171,12 @@ runBenchmark('bench:first-hour', 30 * 60_000, async (cleanup) => {
       ],
     ),
   );
+  if (cloned) {
+    console.log(
+      `\nClone to the first working request: ${round(cloned.totalMs / 1000)} s (git clone ${round(cloned.cloneMs / 1000)} s, ` +
+        `npm ci ${round(cloned.installMs / 1000)} s, npm run dev to its banner ${round(cloned.devMs / 1000)} s, ` +
+        `the first request ${round(cloned.firstRequestMs)} ms)`,
+    );
+  }
   console.log(JSON.stringify(figures));
 });

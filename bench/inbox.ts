@@ -4,12 +4,17 @@
 //
 //   npm run bench:inbox                     10,000 pending, 50 API reads and 10 page loads per case
 //   BENCH_PENDING=2000 BENCH_READS=20 npm run bench:inbox
+//   BENCH_CONSOLE_BEFORE=/tmp/console-main npm run bench:inbox
+//                                           also a second web process serving that console build
+//                                           (another tree's dist/console), page loads alternating
+//                                           between the two, and the ratio of their medians
 //
 // Cases: a reviewer who may decide every pending request (the usual inbox), and one who may decide
 // none of them (an empty inbox that must look through all 10,000 to know it is empty). The server
 // runs compiled, as in production. bench:listing measures the listing itself at scale, with an API
 // key; this one measures the console's way in. The last line of stdout is the figures as JSON.
 import os from 'node:os';
+import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { launchBrowser } from '../test/support/browser.js';
 import { mapConcurrent } from './lib/concurrency.js';
@@ -27,8 +32,16 @@ const DATABASE = 'approval_gate_bench_inbox';
 const REDIS_PREFIX = 'agbenchinbox';
 const PORT = 3911;
 const BASE = `http://${HOST}:${PORT}`;
+const BEFORE_DIR = process.env.BENCH_CONSOLE_BEFORE;
+const BEFORE_PORT = 3913;
+
+/** A web process serving a console build to time. */
+interface Build {
+  label: string;
+  base: string;
+}
 /** The console's inbox request (src/console/pages/inbox-page.tsx). */
-const INBOX_PATH = '/v1/approvals?status=pending&decidable=true';
+const INBOX_PATH = '/v1/approvals?status=pending&decidable=true&include=createdByKey';
 
 interface Case {
   name: string;
@@ -94,49 +107,61 @@ async function apiReads(item: Case): Promise<number[]> {
   return times;
 }
 
+interface Loads {
+  shownMs: number[];
+  mainThreadMs: number[];
+}
+
 /**
- * Loads /console/ in a fresh tab, signed in, and reads the browser's own clock (from navigation
- * start) at the first frame that shows the inbox's rows, or its empty message; and how much of
- * that the page's main thread was busy (Chrome's TaskDuration), which a loaded machine does not
- * inflate the way it does the wall clock.
+ * Loads /console/ in a fresh tab of each build in turn, signed in, and reads the browser's own
+ * clock (from navigation start) at the first frame that shows the inbox's rows, or its empty
+ * message; and how much of that the page's main thread was busy (Chrome's TaskDuration), which a
+ * loaded machine inflates less than the wall clock. Builds take turns so that the machine's drift
+ * moves them alike.
  */
-async function pageLoads(browser: Browser, item: Case): Promise<{ shownMs: number[]; mainThreadMs: number[] }> {
-  const context = await browser.newContext({ baseURL: BASE });
+async function pageLoads(browser: Browser, item: Case, builds: readonly Build[]): Promise<Loads[]> {
   const [name, value] = item.cookie.split('=') as [string, string];
-  await context.addCookies([{ name, value, url: BASE }]);
-  const shownMs: number[] = [];
-  const mainThreadMs: number[] = [];
+  const contexts = await Promise.all(
+    builds.map(async (build) => {
+      const context = await browser.newContext({ baseURL: build.base });
+      await context.addCookies([{ name, value, url: build.base }]);
+      return context;
+    }),
+  );
+  const loads: Loads[] = builds.map(() => ({ shownMs: [], mainThreadMs: [] }));
   try {
     for (let i = 0; i < PAGE_LOADS + 1; i++) {
-      const page = await context.newPage();
-      const cdp = await context.newCDPSession(page);
-      await cdp.send('Performance.enable');
-      await page.goto('/console/', { waitUntil: 'commit' });
-      const shownAt = await page.waitForFunction(
-        (expected) => {
-          // In the page; this file is compiled without the DOM's types.
-          const { document } = globalThis as unknown as { document: { querySelectorAll(selector: string): ArrayLike<unknown> } };
-          const shown =
-            expected === 0
-              ? document.querySelectorAll('.empty').length > 0
-              : document.querySelectorAll('ol[aria-label="Pending approvals"] > li').length === expected;
-          return shown && performance.now();
-        },
-        item.expectedRows,
-        { polling: 'raf', timeout: 30_000 },
-      );
-      // The first load fills the browser's cache with the bundle, as a reviewer's second visit would.
-      const { metrics } = await cdp.send('Performance.getMetrics');
-      if (i > 0) {
-        shownMs.push((await shownAt.jsonValue()) as number);
-        mainThreadMs.push(metrics.find((metric) => metric.name === 'TaskDuration')!.value * 1000);
+      for (const [index, context] of contexts.entries()) {
+        const page = await context.newPage();
+        const cdp = await context.newCDPSession(page);
+        await cdp.send('Performance.enable');
+        await page.goto('/console/', { waitUntil: 'commit' });
+        const shownAt = await page.waitForFunction(
+          (expected) => {
+            // In the page; this file is compiled without the DOM's types.
+            const { document } = globalThis as unknown as { document: { querySelectorAll(selector: string): ArrayLike<unknown> } };
+            const shown =
+              expected === 0
+                ? document.querySelectorAll('.empty').length > 0
+                : document.querySelectorAll('ol[aria-label="Pending approvals"] > li').length === expected;
+            return shown && performance.now();
+          },
+          item.expectedRows,
+          { polling: 'raf', timeout: 30_000 },
+        );
+        // The first load fills the browser's cache with the bundle, as a reviewer's second visit would.
+        const { metrics } = await cdp.send('Performance.getMetrics');
+        if (i > 0) {
+          loads[index]!.shownMs.push((await shownAt.jsonValue()) as number);
+          loads[index]!.mainThreadMs.push(metrics.find((metric) => metric.name === 'TaskDuration')!.value * 1000);
+        }
+        await page.close();
       }
-      await page.close();
     }
   } finally {
-    await context.close();
+    await Promise.all(contexts.map((context) => context.close()));
   }
-  return { shownMs, mainThreadMs };
+  return loads;
 }
 
 const summary = (times: number[]) => ({
@@ -168,33 +193,60 @@ runBenchmark('bench:inbox', 900_000, async (cleanup) => {
     { name: 'reviewer, none decidable', org: others!, cookie: await signedInMember(others!, 'reviewer@bench.test'), expectedRows: 0 },
   ];
 
+  const builds: Build[] = [{ label: 'this tree', base: BASE }];
+  if (BEFORE_DIR) {
+    const before = await startWebServer({
+      port: BEFORE_PORT,
+      databaseUrl: dbUrl,
+      redisPrefix: REDIS_PREFIX,
+      env: { CONSOLE_DIR: path.resolve(BEFORE_DIR) },
+    });
+    cleanup(() => before.stop());
+    builds.push({ label: `before (${BEFORE_DIR})`, base: `http://${HOST}:${BEFORE_PORT}` });
+  }
+
   const browser = await launchBrowser();
   cleanup(() => browser.close());
   const results = [];
   for (const item of cases) {
     const api = summary(await apiReads(item));
     log(`${item.name}: API first page median ${api.medianMs} ms, p95 ${api.p95Ms} ms`);
-    const loads = await pageLoads(browser, item);
-    const rendered = summary(loads.shownMs);
-    const mainThread = summary(loads.mainThreadMs);
-    log(`${item.name}: rows rendered in Chromium median ${rendered.medianMs} ms (main thread busy ${mainThread.medianMs} ms of it)`);
-    results.push({ case: item.name, api, rendered, mainThread });
+    const loads = await pageLoads(browser, item, builds);
+    const rendered = builds.map((build, index) => {
+      const result = { build: build.label, rendered: summary(loads[index]!.shownMs), mainThread: summary(loads[index]!.mainThreadMs) };
+      log(
+        `${item.name}, ${build.label}: rows rendered in Chromium median ${result.rendered.medianMs} ms (main thread busy ${result.mainThread.medianMs} ms of it)`,
+      );
+      return result;
+    });
+    results.push({ case: item.name, api, builds: rendered });
   }
 
   console.log(`\nInbox first page, ${PENDING} pending approvals in the organization (target: under ${TARGET_MS} ms)\n`);
   console.log(
     formatTable(
-      ['case', 'API median ms', 'API p95 ms', 'rendered median ms', 'rendered p95 ms', 'main thread median ms'],
-      results.map((result) => [
-        result.case,
-        result.api.medianMs,
-        result.api.p95Ms,
-        result.rendered.medianMs,
-        result.rendered.p95Ms,
-        result.mainThread.medianMs,
-      ]),
+      ['case', 'build', 'API median ms', 'API p95 ms', 'rendered median ms', 'rendered p95 ms', 'main thread median ms'],
+      results.flatMap((result) =>
+        result.builds.map((build) => [
+          result.case,
+          build.build,
+          result.api.medianMs,
+          result.api.p95Ms,
+          build.rendered.medianMs,
+          build.rendered.p95Ms,
+          build.mainThread.medianMs,
+        ]),
+      ),
     ),
   );
+  if (BEFORE_DIR) {
+    for (const result of results) {
+      const [now, before] = result.builds as [(typeof result.builds)[number], (typeof result.builds)[number]];
+      console.log(
+        `${result.case}: this tree / before, rendered ${round(now.rendered.medianMs / before.rendered.medianMs, 2)}×, main thread ${round(now.mainThread.medianMs / before.mainThread.medianMs, 2)}×`,
+      );
+    }
+  }
   console.log(`\nAPI: ${READS} sequential reads of GET ${INBOX_PATH} with the session cookie, after 5 unmeasured.`);
   console.log(`Rendered: navigation start to the first frame with the rows, ${PAGE_LOADS} loads of /console/ with a warm cache;`);
   console.log(`main thread: the time the page's main thread was busy until then (parsing, running, layout, paint).`);

@@ -119,6 +119,7 @@ describe('GET /v1/approvals', () => {
       { from: 'yesterday' },
       { from: '2026-02-01', to: '2026-01-01' },
       { cursor: 'not-a-cursor' },
+      { include: 'votes' },
       { agnet: 'x' },
     ];
     for (const query of refused) {
@@ -126,6 +127,33 @@ describe('GET /v1/approvals', () => {
       expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
       expect(res.body.errors[0].path, JSON.stringify(query)).toBe(Object.keys(query)[Object.keys(query).length - 1]);
     }
+  });
+
+  it('with include=createdByKey names the API key that created each approval (its name as it is now), and only then', async () => {
+    const service = await env.createKey(org.orgId, ['approvals:write', 'approvals:read', 'keys:write']);
+    const named = (
+      await env.http
+        .post('/v1/keys')
+        .set('authorization', `Bearer ${service.key}`)
+        .send({ scopes: ['approvals:write'], name: 'billing agent' })
+        .expect(201)
+    ).body as { key: { id: string }; secret: string };
+    const create = (key: string, action: string) =>
+      env.http
+        .post('/v1/approvals')
+        .set('authorization', `Bearer ${key}`)
+        .send({ action, payload: {}, policyKey: 'review' })
+        .expect(201);
+    const byNamed = (await create(named.secret, 'by-named-key')).body as View;
+    const byUnnamed = (await create(service.key, 'by-unnamed-key')).body as View;
+
+    const listed = (await list({ action: 'by-named-key', include: 'createdByKey' }).expect(200)).body.approvals;
+    expect(listed).toEqual([{ ...byNamed, createdByKey: { id: named.key.id, name: 'billing agent' } }]);
+    const unnamed = (await list({ action: 'by-unnamed-key', include: 'createdByKey' }).expect(200)).body.approvals;
+    expect(unnamed[0]).toMatchObject({ id: byUnnamed.id, createdByKey: { id: service.id, name: null } });
+    // Without it, the record is as every other read shows it.
+    expect((await list({ action: 'by-named-key' }).expect(200)).body.approvals).toEqual([byNamed]);
+    expect(byNamed).not.toHaveProperty('createdByKey');
   });
 
   it('shows another organization nothing of this one, and needs approvals:read', async () => {

@@ -1,15 +1,11 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { keyIdOf } from '../modules/audit/checkpoint-signing.js';
 import { z } from 'zod';
 import { loadConfig } from '../config.js';
 import { createDataLayer, poolOptionsOf, type DataLayer } from '../data/database.js';
 import { AppError } from '../lib/errors.js';
 import { secretBoxOf, type SecretBox } from '../lib/secret-box.js';
-import { resealColumns } from '../data/sealed-columns.js';
-import { slackSecretColumns } from '../modules/slack/slack-service.js';
-import { webhookSecretColumns } from '../modules/webhooks/webhook-secrets.js';
-import { MemberService } from '../modules/members/member-service.js';
+import type { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
 import { PLANS, ROLES, SCOPES } from '../modules/orgs/tenant.js';
 import { validate } from '../lib/validation.js';
@@ -80,6 +76,7 @@ const commands = {
     options: {},
     schema: z.object({}),
     run: async () => {
+      const { keyIdOf } = await import('../modules/audit/checkpoint-signing.js');
       const { privateKey, publicKey } = generateKeyPairSync('ed25519');
       return {
         keyId: keyIdOf(publicKey),
@@ -93,6 +90,13 @@ const commands = {
     schema: z.object({}),
     run: async ({ db, secrets }: CliServices) => {
       if (!secrets) throw new CliError('secrets:reseal needs SECRETS_ENCRYPTION_KEY: the key to seal every secret under.');
+      // Loaded by this command alone: Slack's service brings Slack's client and the queue library,
+      // which every other command would otherwise load at start and never use.
+      const [{ resealColumns }, { slackSecretColumns }, { webhookSecretColumns }] = await Promise.all([
+        import('../data/sealed-columns.js'),
+        import('../modules/slack/slack-service.js'),
+        import('../modules/webhooks/webhook-secrets.js'),
+      ]);
       return {
         webhookEndpoints: await resealColumns(db, secrets, webhookSecretColumns),
         slackIntegrations: await resealColumns(db, secrets, slackSecretColumns),
@@ -104,7 +108,9 @@ const commands = {
     schema: z.object({ org: z.string().min(1), email: z.email(), role: z.enum(ROLES), name: z.string().min(1).max(200).optional() }),
     run: async ({ orgs, members }: CliServices, args: { org: string; email: string; role: (typeof ROLES)[number]; name?: string }) => {
       await orgs.requireOrganization(args.org);
-      const { member, inviteUrl } = await members.create(
+      const { member, inviteUrl } = await (
+        await members()
+      ).create(
         // Whoever runs the CLI holds every scope: it makes the first admin.
         { orgId: args.org, actor: CLI_ACTOR, scopes: new Set(SCOPES) },
         { email: args.email, role: args.role, ...(args.name ? { name: args.name } : {}) },
@@ -116,7 +122,8 @@ const commands = {
 
 interface CliServices {
   orgs: OrgService;
-  members: MemberService;
+  /** Loaded by the one command that uses it. */
+  members(): Promise<MemberService>;
   db: DataLayer['db'];
   secrets: SecretBox | null;
 }
@@ -149,7 +156,10 @@ export async function runCli(
     db: data.db,
     secrets,
     orgs: new OrgService(data),
-    members: new MemberService(data, { outboxSignal: { notify: async () => {} } }, { publicUrl }),
+    members: async () => {
+      const { MemberService } = await import('../modules/members/member-service.js');
+      return new MemberService(data, { outboxSignal: { notify: async () => {} } }, { publicUrl });
+    },
   };
   try {
     return await command.run(services, parsed.data as never);

@@ -1,14 +1,14 @@
-import { lazy, Suspense, type ComponentType } from 'react';
+import { lazy, Suspense, type ComponentType, type ReactNode } from 'react';
 import { Navigate, Outlet, Route, Routes, useLocation } from 'react-router';
 import { Layout } from './components/layout';
 import { ApprovalEventsProvider } from './hooks/approval-events';
 import { SessionProvider, useSession } from './hooks/session';
 import { InboxPage } from './pages/inbox-page';
-import { SignInPage, type SignInState } from './pages/sign-in-page';
+import type { SignInState } from './pages/sign-in-page';
 
 /**
- * Pages other than the inbox and sign-in load when first opened, so the first screen a reviewer
- * sees waits for as little JavaScript as possible.
+ * Pages other than the inbox load when first opened, so the first screen a reviewer sees waits for
+ * as little JavaScript as possible; sign-in too, which a signed-in reviewer never sees.
  */
 function page<M>(load: () => Promise<M>, name: keyof M) {
   return lazy(async () => ({ default: (await load())[name] as ComponentType }));
@@ -21,6 +21,7 @@ const KeysPage = page(() => import('./pages/keys-page'), 'KeysPage');
 const MembersPage = page(() => import('./pages/members-page'), 'MembersPage');
 const PoliciesPage = page(() => import('./pages/policies-page'), 'PoliciesPage');
 const PolicyEditorPage = page(() => import('./pages/policy-editor-page'), 'PolicyEditorPage');
+const SignInPage = page(() => import('./pages/sign-in-page'), 'SignInPage');
 const SettingsPage = page(() => import('./pages/settings-page'), 'SettingsPage');
 const SlackLinkPage = page(() => import('./pages/slack-link-page'), 'SlackLinkPage');
 const WebhookPage = page(() => import('./pages/webhook-page'), 'WebhookPage');
@@ -42,6 +43,11 @@ function RequireSession() {
   );
 }
 
+/** A page outside the signed-in layout, loaded when first opened. */
+function Outside({ page }: { page: ReactNode }) {
+  return <Suspense fallback={<p role="status">Loading…</p>}>{page}</Suspense>;
+}
+
 function NotFoundPage() {
   return (
     <section>
@@ -55,15 +61,8 @@ export function App() {
   return (
     <SessionProvider>
       <Routes>
-        <Route path="sign-in" element={<SignInPage />} />
-        <Route
-          path="invite/:token"
-          element={
-            <Suspense fallback={<p role="status">Loading…</p>}>
-              <InvitePage />
-            </Suspense>
-          }
-        />
+        <Route path="sign-in" element={<Outside page={<SignInPage />} />} />
+        <Route path="invite/:token" element={<Outside page={<InvitePage />} />} />
         <Route element={<RequireSession />}>
           <Route element={<Layout />}>
             <Route index element={<InboxPage />} />

@@ -2,11 +2,12 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { BrowserRouter } from 'react-router';
 import { App } from './app';
+import { CONSOLE_BASE } from './lib/inbox-query';
 import './styles.css';
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>
-    <BrowserRouter basename="/console">
+    <BrowserRouter basename={CONSOLE_BASE}>
       <App />
     </BrowserRouter>
   </StrictMode>,

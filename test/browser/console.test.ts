@@ -68,7 +68,7 @@ async function approvalOf(org: TestOrg, id: string) {
 
 /** The inbox's rows, in order, by the action each one links to. */
 async function inboxActions(page: Page): Promise<string[]> {
-  return page.getByRole('list', { name: 'Pending approvals' }).getByRole('link').allTextContents();
+  return page.getByRole('list', { name: 'Pending approvals' }).locator('.row-title').getByRole('link').allTextContents();
 }
 
 describe('signing in and out', () => {
@@ -293,15 +293,16 @@ describe('deciding', () => {
     await context.close();
   });
 
-  it('triages the inbox from the keyboard: j/k move, a approves, r rejects with feedback, enter opens', async () => {
+  it('triages the inbox from the keyboard: j/k move, a approves, r rejects with feedback, c requests changes, / searches, enter opens', async () => {
     const { org, reviewer } = await organization();
+    const changes = await createApproval(org, 'triage-0');
     const first = await createApproval(org, 'triage-1');
     const second = await createApproval(org, 'triage-2');
     const third = await createApproval(org, 'triage-3');
     const { context, page } = await signIn(browser, env, reviewer);
     await page.getByRole('link', { name: 'triage-1' }).waitFor();
-    expect(await inboxActions(page)).toEqual(['triage-3', 'triage-2', 'triage-1']);
-    const selected = () => page.locator('li[aria-current="true"]').getByRole('link').textContent();
+    expect(await inboxActions(page)).toEqual(['triage-3', 'triage-2', 'triage-1', 'triage-0']);
+    const selected = () => page.locator('li[aria-current="true"]').getByRole('link').first().textContent();
     expect(await selected()).toBe('triage-3');
     await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
     await screenshot(page, 'inbox');
@@ -325,6 +326,29 @@ describe('deciding', () => {
     await page.getByRole('status').filter({ hasText: 'Rejected triage-1' }).waitFor();
     expect(await approvalOf(org, first.id)).toMatchObject({ status: 'rejected', feedback: 'Duplicate of triage-3.' });
 
+    // `/` moves to the search box, where keys type text instead of acting on rows.
+    await page.keyboard.press('/');
+    await page.locator('input[type="search"]:focus').waitFor();
+    await page.keyboard.type('triage-0');
+    expect(await inboxActions(page)).toEqual(['triage-0']);
+    expect(await approvalOf(org, changes.id)).toMatchObject({ status: 'pending' });
+
+    // `c` opens the request's page with the request-changes form, its feedback field focused.
+    await page.locator('li[aria-current="true"]').getByRole('link', { name: 'triage-0' }).focus();
+    await page.keyboard.press('c');
+    await page.waitForURL(`**/console/approvals/${changes.id}`);
+    await page.getByRole('form', { name: 'Request changes' }).waitFor();
+    await page.keyboard.type('Name the order.');
+    await page.getByRole('button', { name: 'Review request' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Send request for changes' }).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('.page-head .badge', { hasText: 'changes requested' }).waitFor();
+    expect(await approvalOf(org, changes.id)).toMatchObject({ status: 'changes_requested', feedback: 'Name the order.' });
+
+    await page.goBack();
+    await page.getByRole('link', { name: 'triage-3' }).waitFor();
+    expect(await inboxActions(page)).toEqual(['triage-3']);
     await page.keyboard.press('Enter');
     await page.waitForURL(`**/console/approvals/${third.id}`);
     await page.getByRole('heading', { name: 'triage-3' }).waitFor();
@@ -346,7 +370,8 @@ describe('inbox rows', () => {
     const summary = await refundRow.locator('.summary').textContent();
     for (const part of ['amount: 4200', 'currency: "EUR"', 'customer: "cus_42"', 'reason: "double charge"'])
       expect(summary).toContain(part);
-    expect(await refundRow.textContent()).toContain('agent billing-bot · policy refunds');
+    // The key that created it, by its name, or its id's start for a key made without one (as these are).
+    expect(await refundRow.textContent()).toContain(`agent billing-bot · key ${org.keyId.slice(0, 8)}… · policy refunds`);
     // Times are in the reader's zone, and name it.
     expect(await refundRow.locator('.meta').textContent()).toMatch(/\d{1,2}:\d{2}:\d{2}\s?[AP]M (UTC|GMT[+-][\d:]+|[A-Z]{3,5})$/);
     await page.getByText('2 pending', { exact: true }).waitFor();
@@ -812,6 +837,12 @@ describe('layout and accessibility', () => {
         await page.goto(`/console${path}`);
         await page.getByText(loaded).first().waitFor();
         expect(await seriousAccessibilityViolations(page), path).toEqual([]);
+        if (name === 'desktop') {
+          // An admin's header (every section, the email, the role, Sign out) is one line at 1200 px.
+          const parts = await page.locator('header.top').locator('.brand, nav a, .who .email, .who button').all();
+          const middles = await Promise.all(parts.map(async (part) => ((box) => box!.y + box!.height / 2)(await part.boundingBox())));
+          expect(Math.max(...middles) - Math.min(...middles), path).toBeLessThan(8);
+        }
         await screenshot(page, `console-${shot}${name === 'desktop' ? '' : '-phone'}`);
       }
       await context.close();

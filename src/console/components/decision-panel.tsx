@@ -11,8 +11,19 @@ import { RequestChangesForm } from './request-changes-form';
  * Approve, reject with feedback, approve an edited payload, or ask the requester for changes.
  * Shown only to members who may decide; every vote names the revision the member read.
  */
-export function DecisionPanel({ approval, onDecided }: { approval: ApprovalView; onDecided(decided: ApprovalView): void }) {
-  const [mode, setMode] = useState<'choose' | 'rejecting' | 'editing' | 'changes'>('choose');
+export type DecisionMode = 'choose' | 'rejecting' | 'editing' | 'changes';
+
+export function DecisionPanel({
+  approval,
+  initialMode = 'choose',
+  onDecided,
+}: {
+  approval: ApprovalView;
+  /** The form to open with: the inbox's request-changes action opens the request-changes form. */
+  initialMode?: DecisionMode;
+  onDecided(decided: ApprovalView): void;
+}) {
+  const [mode, setMode] = useState<DecisionMode>(initialMode);
   const approve = useAction(async () =>
     onDecided(await api.approvals.decide(approval.id, { verdict: 'approved', revision: approval.revision })),
   );

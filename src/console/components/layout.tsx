@@ -33,7 +33,10 @@ export function Layout() {
           ))}
         </nav>
         <span className="who">
-          <span className="email">{member.email}</span> <span className="role">{member.role}</span>
+          <span className="email" title={member.email}>
+            {member.email}
+          </span>{' '}
+          <span className="role">{member.role}</span>
           <button type="button" onClick={() => void signOut()}>
             Sign out
           </button>

@@ -1,9 +1,9 @@
-import { Link, useParams } from 'react-router';
+import { Link, useLocation, useParams } from 'react-router';
 import { ApiError } from '../../client/api-client';
 import type { ApprovalView, PolicyView } from '../../client/api-types';
 import { api, unlessMissing } from '../api';
 import { AuditEventTable } from '../components/audit-event-table';
-import { DecisionPanel } from '../components/decision-panel';
+import { DecisionPanel, type DecisionMode } from '../components/decision-panel';
 import { JsonBlock } from '../components/json-block';
 import { errorText, ProblemMessage } from '../components/problem-message';
 import { StatusBadge } from '../components/status-badge';
@@ -15,8 +15,14 @@ import { auditEventsOf, policyVerdictOf, revisionPayloadsOf, type PolicyVerdict 
 import { ChangesRequestedPanel, RevisionList, RevisionPanel } from '../components/revision-panels';
 import { describeDecider, formatTime, quorumText } from '../lib/format';
 
+/** What a link to this page may ask for: the inbox's request-changes action opens its form. */
+export interface DecisionState {
+  decide?: DecisionMode;
+}
+
 export function ApprovalPage() {
   const { id = '' } = useParams();
+  const opened = (useLocation().state as DecisionState | null)?.decide;
   const { member, can } = useMember();
   const approval = useResource(() => api.approvals.get(id), [id]);
   const history = useResource(async () => (approval.data ? auditEventsOf(approval.data) : null), [approval.data]);
@@ -136,7 +142,12 @@ export function ApprovalPage() {
       </dl>
 
       {decidable && (
-        <DecisionPanel key={`${view.id}:${view.revision}`} approval={view} onDecided={(decided) => approval.update(() => decided)} />
+        <DecisionPanel
+          key={`${view.id}:${view.revision}`}
+          approval={view}
+          initialMode={opened}
+          onDecided={(decided) => approval.update(() => decided)}
+        />
       )}
       {view.status === 'changes_requested' && <ChangesRequestedPanel approval={view} />}
       {view.revision > 1 && <RevisionPanel approval={view} previous={previousPayload} />}

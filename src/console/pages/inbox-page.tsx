@@ -1,28 +1,20 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { ApiError } from '../../client/api-client';
-import type { ApprovalListQuery, ApprovalView } from '../../client/api-types';
+import type { ApprovalView } from '../../client/api-types';
 import { api } from '../api';
 import { errorText, ProblemMessage } from '../components/problem-message';
-import { RejectDialog } from '../components/reject-dialog';
 import { TimeLeft } from '../components/time-left';
 import { useApprovalEvents } from '../hooks/approval-events';
 import { useErrorReporter, useMember } from '../hooks/session';
 import { formatTime, quorumText } from '../lib/format';
 import { withFreshHead } from '../lib/approval-order';
+import { firstInboxPage, inboxQuery, rememberedScope, rememberScope, type InboxScope } from '../lib/inbox-query';
 import { summarizePayload, type PayloadSummary } from '../lib/payload-summary';
+import type { DecisionState } from './approval-page';
 
-/**
- * What the inbox lists: by default the pending requests this member may decide and has not voted
- * on yet (the API's `decidable` filter applies the policies' reviewers, channels and self-approval
- * rules); "every pending request" drops that filter. A member who decides nothing (a viewer) sees
- * every pending request, read-only. The first page, the live refresh and "load more" all follow
- * this query.
- */
-type Scope = 'mine' | 'all';
-function inboxQuery(scope: Scope): ApprovalListQuery {
-  return scope === 'mine' ? { status: 'pending', decidable: 'true' } : { status: 'pending' };
-}
+// The dialog opens only when a reviewer rejects: the inbox's first rows do not wait for it.
+const RejectDialog = lazy(async () => ({ default: (await import('../components/reject-dialog')).RejectDialog }));
 
 interface Row {
   approval: ApprovalView;
@@ -33,7 +25,9 @@ interface Row {
 
 function toRow(approval: ApprovalView): Row {
   const summary = summarizePayload(approval.payload);
-  const haystack = [approval.action, approval.agent ?? '', approval.policyKey, summary.text, summary.amount ?? ''].join(' ').toLowerCase();
+  const haystack = [approval.action, approval.agent ?? '', approval.policyKey, keyName(approval) ?? '', summary.text, summary.amount ?? '']
+    .join(' ')
+    .toLowerCase();
   return { approval, summary, haystack };
 }
 
@@ -42,9 +36,17 @@ const REFRESH_DEBOUNCE_MS = 150;
 
 const shortId = (approval: ApprovalView) => approval.id.slice(0, 8);
 
+/** The name of the API key that created the request (its id's start when it has none), or null when no key did. */
+function keyName({ createdByKey }: ApprovalView): string | null {
+  return createdByKey ? (createdByKey.name ?? `${createdByKey.id.slice(0, 8)}…`) : null;
+}
+
+/** The approval page with the request-changes form open, for the `c` key and the row's button. */
+const REQUEST_CHANGES: DecisionState = { decide: 'changes' };
+
 export function InboxPage() {
   const { can } = useMember();
-  const [scope, setScope] = useState<Scope>(can('approvals:decide') ? 'mine' : 'all');
+  const [scope, setScope] = useState<InboxScope>(can('approvals:decide') ? rememberedScope() : 'all');
   // Deciding from a row only where the list holds what this member may decide.
   const canDecide = can('approvals:decide') && scope === 'mine';
   const query = inboxQuery(scope);
@@ -67,7 +69,7 @@ export function InboxPage() {
     async (keepOlder: boolean) => {
       const ticket = ++latestRefresh.current;
       try {
-        const page = await api.approvals.list(query);
+        const page = await (keepOlder ? api.approvals.list(query) : firstInboxPage(scope));
         if (ticket !== latestRefresh.current) return;
         setItems((current) => (keepOlder ? withFreshHead(page.approvals, page.nextCursor !== null, current) : page.approvals));
         // Kept rows end where the old cursor points (null: nothing older was left to load).
@@ -142,7 +144,10 @@ export function InboxPage() {
     rowLinks.current.get(visible[next]!.id)?.focus();
   };
 
-  // j/k/a/r/enter triage, unless the reviewer is typing or a dialog is open.
+  const searchBox = useRef<HTMLInputElement>(null);
+  const requestChanges = (approval: ApprovalView) => navigate(`/approvals/${approval.id}`, { state: REQUEST_CHANGES });
+
+  // j/k/a/r/c/enter triage and / to search, unless the reviewer is typing or a dialog is open.
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || rejecting) return;
@@ -153,6 +158,8 @@ export function InboxPage() {
       else if (event.key === 'k') select(position - 1);
       else if (event.key === 'a' && current && canDecide && current.summary.complete) void approve(current.approval);
       else if (event.key === 'r' && current && canDecide) setRejecting(current.approval);
+      else if (event.key === 'c' && current && canDecide) requestChanges(current.approval);
+      else if (event.key === '/') searchBox.current?.focus();
       else if (event.key === 'Enter' && current && !target.closest('a, button')) navigate(`/approvals/${current.approval.id}`);
       else return;
       event.preventDefault();
@@ -175,14 +182,16 @@ export function InboxPage() {
       </div>
       <p className="hint">
         {canDecide
-          ? 'Requests waiting for your decision, newest first. Keys: j / k move, a approves, r rejects, Enter opens.'
-          : 'Every pending request, newest first. Keys: j / k move, Enter opens.'}
+          ? 'Requests waiting for your decision, newest first. Keys: j / k move, a approves (where the row shows the whole payload), r rejects, c requests changes, Enter opens, / searches.'
+          : 'Every pending request, newest first. Keys: j / k move, Enter opens, / searches.'}
       </p>
       <div className="inbox-filters" role="search">
         <label>
           Search loaded requests
           <input
+            ref={searchBox}
             type="search"
+            aria-keyshortcuts="/"
             value={search}
             onChange={(event) => setSearch(event.target.value)}
             placeholder="action, payload, agent, policy"
@@ -191,7 +200,14 @@ export function InboxPage() {
         {can('approvals:decide') && (
           <label>
             Show
-            <select value={scope} onChange={(event) => setScope(event.target.value as Scope)}>
+            <select
+              value={scope}
+              onChange={(event) => {
+                const chosen = event.target.value as InboxScope;
+                rememberScope(chosen);
+                setScope(chosen);
+              }}
+            >
               <option value="mine">Waiting for my decision</option>
               <option value="all">Every pending request (read-only)</option>
             </select>
@@ -234,7 +250,8 @@ export function InboxPage() {
               </span>
               <code className="summary">{summary.text}</code>
               <span className="meta">
-                {approval.agent ? `agent ${approval.agent}` : 'no agent'} · policy {approval.policyKey} · {formatTime(approval.createdAt)}
+                {approval.agent ? `agent ${approval.agent}` : 'no agent'}
+                {keyName(approval) && ` · key ${keyName(approval)}`} · policy {approval.policyKey} · {formatTime(approval.createdAt)}
               </span>
             </div>
             <span className="row-time">
@@ -246,6 +263,7 @@ export function InboxPage() {
                   <button
                     type="button"
                     aria-label={`Approve ${approval.action} ${shortId(approval)}`}
+                    aria-keyshortcuts="a"
                     onClick={() => void approve(approval)}
                   >
                     Approve
@@ -259,10 +277,20 @@ export function InboxPage() {
                     Review
                   </Link>
                 )}
+                <Link
+                  className="button"
+                  to={`/approvals/${approval.id}`}
+                  state={REQUEST_CHANGES}
+                  aria-label={`Request changes to ${approval.action} ${shortId(approval)}`}
+                  aria-keyshortcuts="c"
+                >
+                  Changes…
+                </Link>
                 <button
                   type="button"
                   className="danger"
                   aria-label={`Reject ${approval.action} ${shortId(approval)}`}
+                  aria-keyshortcuts="r"
                   onClick={() => setRejecting(approval)}
                 >
                   Reject
@@ -278,14 +306,16 @@ export function InboxPage() {
         </button>
       )}
       {rejecting && (
-        <RejectDialog
-          approval={rejecting}
-          onClose={() => setRejecting(null)}
-          onDecided={(decided) => {
-            setRejecting(null);
-            removeDecided(decided, 'Rejected');
-          }}
-        />
+        <Suspense fallback={null}>
+          <RejectDialog
+            approval={rejecting}
+            onClose={() => setRejecting(null)}
+            onDecided={(decided) => {
+              setRejecting(null);
+              removeDecided(decided, 'Rejected');
+            }}
+          />
+        </Suspense>
       )}
     </section>
   );

@@ -161,6 +161,17 @@ export const approvalViewSchema = z
     quorum: z.number().int().meta({ description: 'Distinct approvals needed.' }),
     votes: z.array(voteSchema),
     onBehalfOf: z.string().nullable(),
+    createdByKey: z
+      .object({
+        id: z.uuid(),
+        name: z.string().nullable().meta({ description: "The key's name as it is now; null for a key made without one." }),
+      })
+      .nullable()
+      .optional()
+      .meta({
+        description:
+          'Only with `include=createdByKey` on the listing: the API key that created the request; null when no key did, or its creator was not recorded.',
+      }),
     revision: z.number().int().min(1).meta({ description: 'The revision under review: 1 for the original.' }),
     revisions: z.array(revisionSchema).meta({ description: 'Every revision so far, the original first.' }),
     suggestedPayload: jsonObject('suggestedPayload')
@@ -200,6 +211,10 @@ export const approvalListQuerySchema = z
       .transform((value) => value === 'true')
       .optional()
       .meta({ description: 'true: only pending approvals the caller may decide and has not voted on (the console inbox).' }),
+    include: z
+      .enum(['createdByKey'])
+      .optional()
+      .meta({ description: 'createdByKey: each approval also names the API key that created it (the console inbox).' }),
   })
   .refine((query) => !query.from || !query.to || query.from <= query.to, { path: ['to'], message: 'to must not be before from' });
 export type ApprovalListQuery = z.output<typeof approvalListQuerySchema>;

@@ -26,7 +26,7 @@ import { ApprovalWrites } from './approval-writes.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
-import { ApprovalLookups, ApprovalStore, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
+import { ApprovalLookups, ApprovalStore, type CreateOutcome, type ListedApproval, type MonthlyQuota } from './approval-store.js';
 import type { Approval, ApprovalRecord, Creation, DecisionRefusal, RevisionRecord, VoteOutcome, VoterRecord } from './approval-types.js';
 import type { Actor } from '../audit/audit-events.js';
 import {
@@ -284,16 +284,19 @@ export class ApprovalService {
     const { status, cursor, ...filters } = query;
     const after = cursor === undefined ? undefined : decodeListCursor(cursor);
     if (after === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
-    const { decidable, ...exact } = filters;
+    const { decidable, include, ...exact } = filters;
     const voter = decidable ? voterOf(tenant) : undefined;
     const rows = await this.store(tenant).list({
       ...exact,
       ...(status ? { statuses: status } : {}),
       ...(after ? { after } : {}),
       ...(voter ? { decidableBy: { voter: voterRecord(voter), channel: voter.channel } } : {}),
+      withCreatingKey: include === 'createdByKey',
     });
     const last = rows.length === query.limit ? rows[rows.length - 1] : undefined;
-    return { approvals: rows.map(toApprovalView), nextCursor: last ? encodeListCursor(last) : null };
+    const view = (row: ListedApproval): ApprovalView =>
+      include === 'createdByKey' ? { ...toApprovalView(row), createdByKey: creatingKey(row) } : toApprovalView(row);
+    return { approvals: rows.map(view), nextCursor: last ? encodeListCursor(last) : null };
   }
 
   /**
@@ -482,6 +485,12 @@ function monthlyLimitReached(quota: MonthlyQuota): PaymentRequiredError {
   return new PaymentRequiredError(
     `The free plan allows ${quota.limit} approvals per calendar month (UTC); ${quota.month} has reached it. Upgrade the plan to create more.`,
   );
+}
+
+/** The API key that created an approval, with its name, as `include=createdByKey` shows it. */
+function creatingKey(approval: ListedApproval): ApprovalView['createdByKey'] {
+  const requester = approval.requestedBy as Pick<Actor, 'type' | 'id'> | null;
+  return requester?.type === 'api_key' ? { id: requester.id, name: approval.requesterKeyName ?? null } : null;
 }
 
 export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }): ApprovalView {

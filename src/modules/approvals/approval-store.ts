@@ -29,8 +29,13 @@ export interface ApprovalListing {
   after?: { createdAt: Date; id: string };
   /** Only pending approvals this voter may decide through this channel, and has not voted on yet. */
   decidableBy?: { voter: VoterRecord; channel: DecisionChannel };
+  /** Each row also with the name of the API key that created it (`requesterKeyName`). */
+  withCreatingKey?: boolean;
   limit: number;
 }
+
+/** A listed approval: with `requesterKeyName` when the listing asked for it (null for an unnamed key, or when no key created it). */
+export type ListedApproval = ApprovalRecord & { requesterKeyName?: string | null };
 
 export interface MonthlyQuota {
   limit: number;
@@ -74,7 +79,7 @@ export class ApprovalStore {
    * leads with it and continues in that order; several statuses are read as one ordered scan per
    * status, merged, so no page ever sorts more than `limit` rows per status.
    */
-  async list(listing: ApprovalListing): Promise<ApprovalRecord[]> {
+  async list(listing: ApprovalListing): Promise<ListedApproval[]> {
     const values: unknown[] = [this.orgId];
     const bind = (value: unknown) => `$${values.push(value)}`;
     const conditions = ['org_id = $1'];
@@ -94,7 +99,7 @@ export class ApprovalStore {
     }
     const limit = bind(listing.limit);
     const page = (extra: string) =>
-      `SELECT ${SELECT_LIST} FROM approvals WHERE ${[...conditions, extra].filter(Boolean).join(' AND ')}
+      `SELECT ${SELECT_LIST}${listing.withCreatingKey ? `, ${REQUESTER_KEY_NAME}` : ''} FROM approvals WHERE ${[...conditions, extra].filter(Boolean).join(' AND ')}
        ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
     const statuses = listing.statuses ?? [];
     const text =
@@ -103,7 +108,7 @@ export class ApprovalStore {
         : `SELECT * FROM (${statuses.map((status) => `(${page(`status = ${bind(status)}::"ApprovalStatus"`)})`).join(' UNION ALL ')}) merged
            ORDER BY "createdAt" DESC, id DESC LIMIT ${limit}`;
     // Not prepared: the statement's shape depends on which filters are given.
-    return this.sql.query<ApprovalRecord>(null, text, values);
+    return this.sql.query<ListedApproval>(null, text, values);
   }
 
   async monthlyUsage(month: string): Promise<number> {
@@ -315,6 +320,10 @@ const VOTES = `(SELECT coalesce(jsonb_agg(jsonb_build_object(
   FROM approval_votes v WHERE v.approval_id = approvals.id) AS votes`;
 
 const SELECT_LIST = `${selectList(APPROVAL_COLUMNS)}, ${VOTES}`;
+
+/** The name of the key that created the approval; null for an unnamed key or another requester. */
+const REQUESTER_KEY_NAME = `(SELECT k.name FROM api_keys k WHERE k.org_id = approvals.org_id
+    AND k.id = CASE WHEN approvals.requested_by->>'type' = 'api_key' THEN (approvals.requested_by->>'id')::uuid END) AS "requesterKeyName"`;
 const SELECT_APPROVAL = `SELECT ${SELECT_LIST} FROM approvals`;
 
 const OVERDUE_COLUMNS = selectList(pickColumns(APPROVAL_COLUMNS, ['orgId', 'id']));

@@ -47,6 +47,8 @@ const KEY_GRANT_COLUMNS = selectList({
   principalUnknown: `k.${API_KEY_COLUMNS.ownerUnknown} OR coalesce(maker.${API_KEY_COLUMNS.ownerUnknown}, false)`,
 } satisfies ColumnMap<KeyGrantRow>);
 
+const ORGANIZATION_SELECT = selectList(ORGANIZATION_COLUMNS);
+
 const MEMBER_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['role'])));
 const MEMBER_ID_AND_ROLE = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['id', 'role'])));
 const KEY_ID = Prisma.raw(selectList(pickColumns(API_KEY_COLUMNS, ['id'])));
@@ -105,9 +107,17 @@ export class OrgStore {
     return this.db.organization.findUnique({ where: { id } });
   }
 
+  /**
+   * One statement on the pool, not Prisma's: `org:plan` is a CLI command, and Prisma compiles each
+   * kind of query the first time a process runs it, which is most of a short process's work.
+   */
   async setPlan(id: string, plan: Plan): Promise<Organization | null> {
-    const { count } = await this.db.organization.updateMany({ where: { id }, data: { plan } });
-    return count === 0 ? null : this.findOrganization(id);
+    const [org] = await this.sql.query<Organization>(
+      'org-set-plan',
+      `UPDATE organizations SET ${ORGANIZATION_COLUMNS.plan} = $2::"Plan" WHERE ${ORGANIZATION_COLUMNS.id} = $1::uuid RETURNING ${ORGANIZATION_SELECT}`,
+      [id, plan],
+    );
+    return org ?? null;
   }
 
   /**
