@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { redisTargetSchema } from './lib/redis.js';
 import { parseSigningKey } from './lib/signing-key.js';
 import { validate } from './lib/validation.js';
 
@@ -36,7 +37,8 @@ const environmentSchema = z.object({
   /** Group commit of creations and votes: the most one statement takes, and how many run at once. */
   WRITE_BATCH_MAX: positiveInt.max(1000).default(64),
   WRITE_BATCH_IN_FLIGHT: positiveInt.default(1),
-  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /** One server (redis://), or a cluster named by some of its nodes (redis+cluster://host:port,host:port); see src/lib/redis.ts. */
+  REDIS_URL: redisTargetSchema.prefault('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key and channel, so several deployments (or test files) share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('ag'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
 import { createDataLayer, poolOptionsOf } from './data/database.js';
@@ -16,7 +15,7 @@ import { UnavailableError } from './lib/errors.js';
 import { Mailbox } from './lib/mailbox.js';
 import { createMailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
-import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
+import { closeRedis, createRedis, type RedisClient } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
 import { ApprovalFeed } from './modules/approvals/approval-feed.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
@@ -53,7 +52,7 @@ export type ProcessRole = 'web' | 'worker' | 'cli';
  * worker hands consumers the part of it in ConsumerContext; no domain service is handed it whole.
  */
 export interface Services extends ConsumerContext {
-  redis: Redis;
+  redis: RedisClient;
   settlements: ApprovalSettlements;
   /** The mail kept instead of sent, outside production (null in production). */
   mailbox: Mailbox | null;
@@ -96,8 +95,8 @@ export async function createServices(
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
   const { db, sql } = data;
-  const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
-  const subscriber = role === 'web' ? createRedisSubscriber(config.REDIS_URL, 'settlements', logger) : null;
+  const redis = createRedis(config.REDIS_URL, 'commands', 'commands', logger);
+  const subscriber = role === 'web' ? createRedis(config.REDIS_URL, 'subscriber', 'settlements', logger) : null;
   const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger, background);
   const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);

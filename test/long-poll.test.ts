@@ -127,7 +127,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
 
   /** Every message on the settlements channel, as another process's subscriber receives it. */
   async function listenToSettlements() {
-    const listener = new Redis(env.config.REDIS_URL);
+    const listener = new Redis(env.config.REDIS_URL.url);
     const messages: string[] = [];
     listener.on('message', (_channel: string, message: string) => messages.push(message));
     await listener.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled`);

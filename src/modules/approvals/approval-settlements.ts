@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Caller } from '../../lib/caller.js';
 import { Deadlines } from '../../lib/deadlines.js';
-import { subscribeWithin } from '../../lib/redis.js';
+import { subscribeWithin, type RedisClient } from '../../lib/redis.js';
 
 /** Between the ids of one message; an approval id (a UUID) never holds it. */
 const ID_SEPARATOR = ',';
@@ -30,8 +29,8 @@ export class ApprovalSettlements {
 
   /** Without a subscriber (worker processes, which hold no long-polls) it only publishes. */
   constructor(
-    publisher: Redis,
-    private readonly subscriber: Redis | null,
+    publisher: RedisClient,
+    private readonly subscriber: RedisClient | null,
     prefix: string,
     private readonly logger: Logger,
     background: BackgroundWork,
