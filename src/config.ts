@@ -27,6 +27,13 @@ const environmentSchema = z.object({
   /** The service's address as people reach it (behind a proxy, the public https URL). */
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.url().default('postgresql://postgres@127.0.0.1:5432/approval_gate'),
+  /**
+   * A streaming replica of DATABASE_URL: listing, audit reads, verification and exports read from
+   * it while it is less than DATABASE_READ_MAX_LAG_MS behind, and a principal's reads go to the
+   * primary for as long after its own writes (docs/operations.md#read-replica).
+   */
+  DATABASE_READ_URL: z.url().optional(),
+  DATABASE_READ_MAX_LAG_MS: positiveInt.default(2_000),
   /** Connections per process; the web process holds its audit-chain lock for one statement only. */
   DATABASE_POOL_SIZE: positiveInt.default(20),
   /** Waiting for a database connection, and for a statement's answer: past these, 503 instead of a hanging request. */

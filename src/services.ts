@@ -1,6 +1,7 @@
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, poolOptionsOf } from './data/database.js';
+import { createDataLayer, createPool, poolOptionsOf, poolSql } from './data/database.js';
+import { ReadRouting, RecentWriters, ReplicaReads } from './data/read-replica.js';
 import type { ConsumerContext, EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { webhookDeliveryJob } from './consumers/webhooks/webhook-delivery.js';
@@ -53,6 +54,8 @@ export type ProcessRole = 'web' | 'worker' | 'cli';
  */
 export interface Services extends ConsumerContext {
   redis: RedisClient;
+  /** Where reads that may be a moment behind go (the read replica, when there is one). */
+  reads: ReadRouting;
   settlements: ApprovalSettlements;
   /** The mail kept instead of sent, outside production (null in production). */
   mailbox: Mailbox | null;
@@ -96,6 +99,22 @@ export async function createServices(
   );
   const { db, sql } = data;
   const redis = createRedis(config.REDIS_URL, 'commands', 'commands', logger);
+  const replicaPool = config.DATABASE_READ_URL
+    ? createPool(config.DATABASE_READ_URL, poolOptionsOf(config), (error) =>
+        logger.warn({ err: error }, 'idle read replica connection lost; the pool replaces it'),
+      )
+    : null;
+  const replica =
+    replicaPool && config.DATABASE_READ_URL
+      ? new ReplicaReads(sql, poolSql(replicaPool), config.DATABASE_READ_URL, config.DATABASE_READ_MAX_LAG_MS, logger)
+      : null;
+  await replica?.start();
+  const reads = new ReadRouting(
+    sql,
+    replica,
+    replica ? new RecentWriters(redis, config.REDIS_PREFIX, config.DATABASE_READ_MAX_LAG_MS, logger) : null,
+  );
+  const readable = { ...data, reads };
   const subscriber = role === 'web' ? createRedis(config.REDIS_URL, 'subscriber', 'settlements', logger) : null;
   const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger, background);
@@ -122,7 +141,7 @@ export async function createServices(
   const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
   const policies = new PolicyService(data);
   const approvals = new ApprovalService(
-    data,
+    readable,
     policies,
     { settlements, outboxSignal, metrics },
     {
@@ -150,7 +169,7 @@ export async function createServices(
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate, secrets: webhookSecrets });
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
-    data,
+    readable,
     { exportQueue: jobs.producer(auditExportJob), logger, checkpoints },
     {
       databaseUrl: config.DATABASE_URL,
@@ -174,6 +193,7 @@ export async function createServices(
     db,
     sql,
     redis,
+    reads,
     settlements,
     approvalFeed,
     outboxSignal,
@@ -217,7 +237,8 @@ export async function createServices(
       mailer.close();
       await background.finish();
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
-      await Promise.allSettled([data.close(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
+      replica?.close();
+      await Promise.allSettled([data.close(), replicaPool?.end(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
     },
   };
 }
