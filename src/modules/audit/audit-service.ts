@@ -218,7 +218,10 @@ export class AuditService {
     const replica = replicaUrl && throughSeq > 0 ? await this.connectForExport(exportId, replicaUrl).catch(() => null) : null;
     if (replica) {
       const { rows } = await replica
-        .query<{ there: boolean }>('SELECT EXISTS (SELECT 1 FROM audit_events WHERE org_id = $1 AND seq = $2) AS there', [orgId, throughSeq])
+        .query<{ there: boolean }>('SELECT EXISTS (SELECT 1 FROM audit_events WHERE org_id = $1 AND seq = $2) AS there', [
+          orgId,
+          throughSeq,
+        ])
         .catch(() => ({ rows: [] as { there: boolean }[] }));
       if (rows[0]?.there) return replica;
       await replica.end().catch(() => {});
