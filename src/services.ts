@@ -99,21 +99,17 @@ export async function createServices(
   );
   const { db, sql } = data;
   const redis = createRedis(config.REDIS_URL, 'commands', 'commands', logger);
-  const replicaPool = config.DATABASE_READ_URL
-    ? createPool(config.DATABASE_READ_URL, poolOptionsOf(config), (error) =>
+  const readUrl = config.DATABASE_READ_URL;
+  const replicaPool = readUrl
+    ? createPool(readUrl, poolOptionsOf(config), (error) =>
         logger.warn({ err: error }, 'idle read replica connection lost; the pool replaces it'),
       )
     : null;
   const replica =
-    replicaPool && config.DATABASE_READ_URL
-      ? new ReplicaReads(sql, poolSql(replicaPool), config.DATABASE_READ_URL, config.DATABASE_READ_MAX_LAG_MS, logger)
-      : null;
+    replicaPool && readUrl ? new ReplicaReads(sql, poolSql(replicaPool), readUrl, config.DATABASE_READ_MAX_LAG_MS, logger) : null;
   await replica?.start();
-  const reads = new ReadRouting(
-    sql,
-    replica,
-    replica ? new RecentWriters(redis, config.REDIS_PREFIX, config.DATABASE_READ_MAX_LAG_MS, logger) : null,
-  );
+  const writers = replica ? new RecentWriters(redis, config.REDIS_PREFIX, config.DATABASE_READ_MAX_LAG_MS, logger) : null;
+  const reads = new ReadRouting(sql, replica, writers);
   const readable = { ...data, reads };
   const subscriber = role === 'web' ? createRedis(config.REDIS_URL, 'subscriber', 'settlements', logger) : null;
   const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
