@@ -5,8 +5,8 @@
 // keys each listing (a page of 50, no filter or one filter, taking turns) and reading the audit
 // log (a page of 100 at a random place) one request after another. Each reader is its own
 // principal and writes nothing, so with a replica its reads go there. Latency is measured here,
-// from send to parsed body. The same run twice: without DATABASE_READ_URL, then with it; between
-// them the primary's and the replica's statement counts (pg_stat_database) show where reads went.
+// from send to parsed body. Runs without DATABASE_READ_URL and with it take turns, BENCH_ROUNDS
+// of each; the primary's and the replica's transaction counts (pg_stat_database) show where reads went.
 //
 //   npm run bench:read-replica
 //   BENCH_APPROVALS=200000 BENCH_SECONDS=30 BENCH_READERS=8 npm run bench:read-replica
@@ -33,8 +33,19 @@ const WRITES_PER_S = envInt('BENCH_WRITES_PER_S', 50);
 const DATABASE = 'approval_gate_bench_replica';
 const REDIS_PREFIX = 'agbench-replica';
 const PORT = 3917;
+/** Runs of each kind, taking turns (primary only, with a replica, primary only, ...), so that a loaded moment of the machine hits both. */
+const ROUNDS = envInt('BENCH_ROUNDS', 2);
 const WARM_CREATIONS = envInt('BENCH_WARM_CREATIONS', 1_000);
 const LISTINGS = ['', '&status=pending', '&policyKey=policy-07', '&agent=agent-003', '&action=action.05'];
+
+interface Samples {
+  listing: number[];
+  audit: number[];
+  creation: number[];
+  /** Transactions each server committed during the runs. */
+  primaryXacts: number;
+  replicaXacts: number;
+}
 
 interface Run {
   listing: Stats;
@@ -69,11 +80,12 @@ runBenchmark('bench:read-replica', 30 * 60_000, async (cleanup) => {
   await fillApprovals(filling, org!.orgId, APPROVALS);
   await filling.query('VACUUM ANALYZE');
 
-  const runs: Record<string, Run> = {};
-  for (const [name, extra] of [
+  const samples: Record<string, Samples> = {};
+  const kinds = [
     ['primary only', {}],
     ['with a replica', { DATABASE_READ_URL: pair.replicaUrl(DATABASE) }],
-  ] as const) {
+  ] as const;
+  for (const [name, extra] of Array.from({ length: ROUNDS }, () => kinds).flat()) {
     await deleteRedisKeys(REDIS_PREFIX);
     const web = await startNodeProcess({
       label: 'web',
@@ -92,19 +104,38 @@ runBenchmark('bench:read-replica', 30 * 60_000, async (cleanup) => {
       readyTimeoutMs: 60_000,
     });
     try {
-      if (Object.keys(runs).length === 0) {
+      if (Object.keys(samples).length === 0) {
         log(`${WARM_CREATIONS} creations for the audit log to hold`);
         await requestCreations(null, org!.key, WARM_CREATIONS);
       }
       const { rows: heads } = await filling.query<{ seq: string }>('SELECT seq FROM audit_chain_heads WHERE org_id = $1', [org!.orgId]);
       log(`${name}: ${SECONDS} s of ${WRITES_PER_S} creations/s and ${READERS} readers`);
-      runs[name] = await measure(org!.key, readerKeys, pair, Number(heads[0]?.seq ?? 0));
+      const measured = await measure(org!.key, readerKeys, pair, Number(heads[0]?.seq ?? 0));
+      const into = (samples[name] ??= { listing: [], audit: [], creation: [], primaryXacts: 0, replicaXacts: 0 });
+      into.listing.push(...measured.listing);
+      into.audit.push(...measured.audit);
+      into.creation.push(...measured.creation);
+      into.primaryXacts += measured.primaryXacts;
+      into.replicaXacts += measured.replicaXacts;
     } finally {
       await web.stop();
     }
   }
 
   await filling.end();
+  const runs: Record<string, Run> = Object.fromEntries(
+    Object.entries(samples).map(([name, run]) => [
+      name,
+      {
+        listing: stats(run.listing),
+        audit: stats(run.audit),
+        creation: stats(run.creation),
+        reads: run.listing.length + run.audit.length,
+        primaryXacts: run.primaryXacts,
+        replicaXacts: run.replicaXacts,
+      },
+    ]),
+  );
   const rows = Object.entries(runs).map(([name, run]) => [
     name,
     run.listing.p50,
@@ -122,7 +153,9 @@ runBenchmark('bench:read-replica', 30 * 60_000, async (cleanup) => {
       rows,
     ),
   );
-  console.log(JSON.stringify({ approvals: APPROVALS, seconds: SECONDS, readers: READERS, writesPerSecond: WRITES_PER_S, runs }));
+  console.log(
+    JSON.stringify({ approvals: APPROVALS, seconds: SECONDS, rounds: ROUNDS, readers: READERS, writesPerSecond: WRITES_PER_S, runs }),
+  );
 });
 
 /** Creations by the agent's key: `count` of them one after another (for audit events to read), or paced until `until`. */
@@ -144,7 +177,7 @@ async function requestCreations(agent: http.Agent | null, key: string, count: nu
   }
 }
 
-async function measure(writerKey: string, readerKeys: string[], pair: StreamingPair, headSeq: number): Promise<Run> {
+async function measure(writerKey: string, readerKeys: string[], pair: StreamingPair, headSeq: number): Promise<Samples> {
   const until = Date.now() + SECONDS * 1000;
   const [primaryBefore, replicaBefore] = await Promise.all([xacts(pair.primaryUrl('postgres')), xacts(pair.replicaUrl('postgres'))]);
   const listing: number[] = [];
@@ -170,10 +203,9 @@ async function measure(writerKey: string, readerKeys: string[], pair: StreamingP
   agent.destroy();
   const [primaryAfter, replicaAfter] = await Promise.all([xacts(pair.primaryUrl('postgres')), xacts(pair.replicaUrl('postgres'))]);
   return {
-    listing: stats(listing),
-    audit: stats(audit),
-    creation: stats(creation),
-    reads: listing.length + audit.length,
+    listing,
+    audit,
+    creation,
     primaryXacts: primaryAfter - primaryBefore,
     replicaXacts: replicaAfter - replicaBefore,
   };
