@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { redisTargetSchema } from './lib/redis.js';
 import { parseSigningKey } from './lib/signing-key.js';
 import { validate } from './lib/validation.js';
 
@@ -26,6 +27,13 @@ const environmentSchema = z.object({
   /** The service's address as people reach it (behind a proxy, the public https URL). */
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.url().default('postgresql://postgres@127.0.0.1:5432/approval_gate'),
+  /**
+   * A streaming replica of DATABASE_URL: listing, audit reads, verification and exports read from
+   * it while it is less than DATABASE_READ_MAX_LAG_MS behind, and a principal's reads go to the
+   * primary for as long after its own writes (docs/operations.md#read-replica).
+   */
+  DATABASE_READ_URL: z.url().optional(),
+  DATABASE_READ_MAX_LAG_MS: positiveInt.default(2_000),
   /** Connections per process; the web process holds its audit-chain lock for one statement only. */
   DATABASE_POOL_SIZE: positiveInt.default(20),
   /** Waiting for a database connection, and for a statement's answer: past these, 503 instead of a hanging request. */
@@ -36,7 +44,8 @@ const environmentSchema = z.object({
   /** Group commit of creations and votes: the most one statement takes, and how many run at once. */
   WRITE_BATCH_MAX: positiveInt.max(1000).default(64),
   WRITE_BATCH_IN_FLIGHT: positiveInt.default(1),
-  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /** One server (redis://), or a cluster named by some of its nodes (redis+cluster://host:port,host:port); see src/lib/redis.ts. */
+  REDIS_URL: redisTargetSchema.prefault('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key and channel, so several deployments (or test files) share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('ag'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

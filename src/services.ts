@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { ConsumerTaskStore } from './consumers/consumer-task-store.js';
-import { createDataLayer, poolOptionsOf } from './data/database.js';
+import { createDataLayer, createPool, poolOptionsOf, poolSql } from './data/database.js';
+import { ReadRouting, RecentWriters, ReplicaReads } from './data/read-replica.js';
 import type { ConsumerContext, EventConsumer } from './consumers/consumer.js';
 import { CONSUMERS } from './consumers/registry.js';
 import { webhookDeliveryJob } from './consumers/webhooks/webhook-delivery.js';
@@ -16,7 +16,7 @@ import { UnavailableError } from './lib/errors.js';
 import { Mailbox } from './lib/mailbox.js';
 import { createMailer } from './lib/mailer.js';
 import { Metrics } from './lib/metrics.js';
-import { closeRedis, createRedisConnection, createRedisSubscriber } from './lib/redis.js';
+import { closeRedis, createRedis, type RedisClient } from './lib/redis.js';
 import { withTimeout } from './lib/time.js';
 import { ApprovalFeed } from './modules/approvals/approval-feed.js';
 import { ApprovalService } from './modules/approvals/approval-service.js';
@@ -53,7 +53,9 @@ export type ProcessRole = 'web' | 'worker' | 'cli';
  * worker hands consumers the part of it in ConsumerContext; no domain service is handed it whole.
  */
 export interface Services extends ConsumerContext {
-  redis: Redis;
+  redis: RedisClient;
+  /** Where reads that may be a moment behind go (the read replica, when there is one). */
+  reads: ReadRouting;
   settlements: ApprovalSettlements;
   /** The mail kept instead of sent, outside production (null in production). */
   mailbox: Mailbox | null;
@@ -96,8 +98,20 @@ export async function createServices(
     logger.warn({ err: error }, 'idle database connection lost; the pool replaces it'),
   );
   const { db, sql } = data;
-  const redis = createRedisConnection(config.REDIS_URL, 'commands', logger);
-  const subscriber = role === 'web' ? createRedisSubscriber(config.REDIS_URL, 'settlements', logger) : null;
+  const redis = createRedis(config.REDIS_URL, 'commands', 'commands', logger);
+  const readUrl = config.DATABASE_READ_URL;
+  const replicaPool = readUrl
+    ? createPool(readUrl, poolOptionsOf(config), (error) =>
+        logger.warn({ err: error }, 'idle read replica connection lost; the pool replaces it'),
+      )
+    : null;
+  const replica =
+    replicaPool && readUrl ? new ReplicaReads(sql, poolSql(replicaPool), readUrl, config.DATABASE_READ_MAX_LAG_MS, logger) : null;
+  await replica?.start();
+  const writers = replica ? new RecentWriters(redis, config.REDIS_PREFIX, config.DATABASE_READ_MAX_LAG_MS, logger) : null;
+  const reads = new ReadRouting(sql, replica, writers);
+  const readable = { ...data, reads };
+  const subscriber = role === 'web' ? createRedis(config.REDIS_URL, 'subscriber', 'settlements', logger) : null;
   const background = new BackgroundWork(logger, ENQUEUE_HINT_TIMEOUT_MS);
   const settlements = new ApprovalSettlements(redis, subscriber, config.REDIS_PREFIX, logger, background);
   const approvalFeed = new ApprovalFeed(sql, redis, subscriber, config.REDIS_PREFIX, logger);
@@ -123,7 +137,7 @@ export async function createServices(
   const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
   const policies = new PolicyService(data);
   const approvals = new ApprovalService(
-    data,
+    readable,
     policies,
     { settlements, outboxSignal, metrics },
     {
@@ -151,7 +165,7 @@ export async function createServices(
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate, secrets: webhookSecrets });
   const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
-    data,
+    readable,
     { exportQueue: jobs.producer(auditExportJob), logger, checkpoints },
     {
       databaseUrl: config.DATABASE_URL,
@@ -175,6 +189,7 @@ export async function createServices(
     db,
     sql,
     redis,
+    reads,
     settlements,
     approvalFeed,
     outboxSignal,
@@ -218,7 +233,8 @@ export async function createServices(
       mailer.close();
       await background.finish();
       await withTimeout(jobs.close(), 1000, 'closing queues').catch(() => {});
-      await Promise.allSettled([data.close(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
+      replica?.close();
+      await Promise.allSettled([data.close(), replicaPool?.end(), closeRedis(redis), ...(subscriber ? [closeRedis(subscriber)] : [])]);
     },
   };
 }

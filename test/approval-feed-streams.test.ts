@@ -126,7 +126,7 @@ describe('GET /v1/approvals/events: at most 10 open streams per principal', () =
 describe('ExpiringSlots', () => {
   let redis: Redis;
   beforeAll(() => {
-    redis = new Redis(env.config.REDIS_URL);
+    redis = new Redis(env.config.REDIS_URL.url);
   });
   afterAll(() => redis.quit());
 

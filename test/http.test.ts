@@ -200,7 +200,7 @@ describe('configuration', () => {
     expect(config).toMatchObject({
       PORT: 3000,
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/approval_gate',
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: { kind: 'server', url: 'redis://127.0.0.1:6379' },
       FREE_TIER_MONTHLY_APPROVALS: 100,
       ORPHAN_TIMEOUT_SECONDS: 86400,
     });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../src/jobs/job.js';
@@ -19,6 +20,7 @@ const probeJob = defineJob<{ key: string; fail: boolean }>({
   jobId: ({ key }) => `probe-${key}`,
 });
 
+let producer: Redis;
 let jobs: JobQueues;
 let worker: Worker;
 const runs: string[] = [];
@@ -27,7 +29,8 @@ const runsOf = (key: string) => runs.filter((run) => run === key).length;
 const stateOf = async (key: string) => (await jobs.queue(probeJob).getJobState(`probe-${key}`)) as string;
 
 beforeAll(async () => {
-  jobs = new JobQueues(REDIS, prefix, createLogger({ LOG_LEVEL: 'silent', NODE_ENV: 'test' }, 'job-queues-test'), [probeJob]);
+  producer = new Redis(REDIS);
+  jobs = new JobQueues(producer, prefix, createLogger({ LOG_LEVEL: 'silent', NODE_ENV: 'test' }, 'job-queues-test'), [probeJob]);
   worker = new Worker(
     probeJob.queue,
     async (job) => {
@@ -41,6 +44,7 @@ afterAll(async () => {
   await worker.close();
   await jobs.queue(probeJob).obliterate({ force: true });
   await jobs.close();
+  await producer.quit();
 });
 
 describe('JobQueues.rerun', () => {

@@ -128,7 +128,7 @@ describe('GET /v1/approvals/:id?wait=N', () => {
 
   /** The approval ids of every message on the settlements channel, as another process's subscriber receives them. */
   async function listenToSettlements() {
-    const listener = new Redis(env.config.REDIS_URL);
+    const listener = new Redis(env.config.REDIS_URL.url);
     const messages: string[] = [];
     listener.on('message', (_channel: string, message: string) => messages.push(readSettlementMessage('v2', message).join(',')));
     await listener.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled:v2`);

@@ -12,7 +12,7 @@ const present = { gone: false, onGone: () => {} };
 
 /** A subscriber as the previous releases had: SUBSCRIBE on the legacy channel. */
 async function legacyReader() {
-  const reader = new Redis(env.config.REDIS_URL);
+  const reader = new Redis(env.config.REDIS_URL.url);
   const messages: string[] = [];
   reader.on('message', (_channel: string, message: string) => messages.push(message));
   await reader.subscribe(`${env.config.REDIS_PREFIX}:approvals:settled`);
@@ -31,7 +31,7 @@ async function settleInOneTurn(ids: string[]): Promise<void> {
 describe('settlement messages across releases', () => {
   it('reach a process of the previous release one id a message while it listens, and stop once it is gone', async () => {
     // Every message on the legacy channel, seen by a pattern subscription (which the publisher does not count).
-    const observer = new Redis(env.config.REDIS_URL);
+    const observer = new Redis(env.config.REDIS_URL.url);
     const legacyMessages: string[] = [];
     observer.on('pmessage', (_pattern: string, _channel: string, message: string) => legacyMessages.push(message));
     await observer.psubscribe(`${env.config.REDIS_PREFIX}:approvals:settled`);
@@ -61,7 +61,7 @@ describe('settlement messages across releases', () => {
   });
 
   it('wake this release’s long-polls when the previous release decides (one id, or several comma-separated)', async () => {
-    const publisher = new Redis(env.config.REDIS_URL);
+    const publisher = new Redis(env.config.REDIS_URL.url);
     try {
       const ids = ['old-1', 'old-2', 'old-3'];
       const watches = ids.map((id) => env.services.settlements.watch(id));

@@ -134,7 +134,7 @@ describe('the consumer seam', () => {
     });
 
     // Redis forgets every job, as a restart without persistence does.
-    await deleteKeys(env.config.REDIS_URL, `${env.config.REDIS_PREFIX}:*`);
+    await deleteKeys(env.config.REDIS_URL.url, `${env.config.REDIS_PREFIX}:*`);
 
     await run(
       services.jobs.definitions.map((definition) => definition.queue),

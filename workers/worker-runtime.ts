@@ -1,8 +1,8 @@
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { JobDefinition } from '../src/jobs/job.js';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
-import { closeRedis, createRedisSubscriber } from '../src/lib/redis.js';
+import { queuePrefix } from '../src/jobs/job-queues.js';
+import { closeRedis, createRedis, type RedisClient } from '../src/lib/redis.js';
 import { serveMetrics } from '../src/http/metrics-endpoint.js';
 import { DeadlineWatcher } from './deadline-watcher.js';
 import { OutboxRelay } from './outbox-relay.js';
@@ -41,7 +41,7 @@ export interface WorkerRuntime {
  */
 export async function startWorkerRuntime(services: Services, roles: readonly string[]): Promise<WorkerRuntime> {
   const { config, logger } = services;
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const workers: Worker[] = [];
   const stoppers: (() => Promise<void>)[] = [];
 
@@ -60,13 +60,12 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
     const processor = processors.get(queue);
     if (!processor) throw new Error(`no processor runs the queue ${queue}`);
     // Workers block on Redis, so each gets its own connection without a retry limit (BullMQ requirement).
-    const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null, connectionName: `approval-gate:worker:${queue}` });
-    connection.on('error', (error: Error) => logger.warn({ err: error, queue }, 'redis connection error'));
+    const connection = createRedis(config.REDIS_URL, 'blocking', `worker:${queue}`, logger);
     connections.push(connection);
     const handle = processor(services);
     const worker = new Worker(queue, (job, token, signal) => handle(definition.payload.parse(job.data), job, token, signal), {
       connection,
-      prefix: config.REDIS_PREFIX,
+      prefix: queuePrefix(connection, config.REDIS_PREFIX, queue),
       concurrency: definition.options.concurrency(config),
       lockDuration: config.WORKER_LOCK_DURATION_MS,
       // A job whose worker died is taken over once its lock lapses, not 30 s later.
@@ -107,7 +106,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
       leaseMs: config.OUTBOX_LEASE_MS,
     });
-    const subscriber = createRedisSubscriber(config.REDIS_URL, 'outbox-relay', logger);
+    const subscriber = createRedis(config.REDIS_URL, 'subscriber', 'outbox-relay', logger);
     connections.push(subscriber);
     await services.outboxSignal
       .listen(subscriber, () => relay.signal())

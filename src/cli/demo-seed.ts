@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Config } from '../config.js';
+import { redactedRedisUrl } from '../lib/redis.js';
 import type { Services } from '../services.js';
 import { SCOPES, type Scope, type Tenant } from '../modules/orgs/tenant.js';
 import { policyDocumentSchema } from '../modules/policies/policy-schemas.js';
@@ -42,7 +43,7 @@ export function demoEnvironment(
     NODE_ENV: config.NODE_ENV,
     PUBLIC_URL: config.PUBLIC_URL,
     DATABASE_URL: hidden(config.DATABASE_URL),
-    REDIS_URL: hidden(config.REDIS_URL),
+    REDIS_URL: redactedRedisUrl(config.REDIS_URL),
     REDIS_PREFIX: config.REDIS_PREFIX,
     SMTP_URL: config.SMTP_URL ? hidden(config.SMTP_URL) : '(unset: mail is written to the log and the mailbox)',
   };

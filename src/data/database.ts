@@ -44,14 +44,7 @@ export interface PoolOptions {
  * instead of requests that hang; the pool reconnects by itself when it is back.
  */
 export function createDataLayer(databaseUrl: string, options: PoolOptions, onIdleConnectionError: (error: Error) => void): DataLayer {
-  const pool = new pg.Pool({
-    connectionString: databaseUrl,
-    max: options.size,
-    connectionTimeoutMillis: options.connectTimeoutMs,
-    query_timeout: options.queryTimeoutMs,
-    keepAlive: true,
-  });
-  pool.on('error', onIdleConnectionError);
+  const pool = createPool(databaseUrl, options, onIdleConnectionError);
   const db = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     db,
@@ -61,6 +54,19 @@ export function createDataLayer(databaseUrl: string, options: PoolOptions, onIdl
       await pool.end();
     },
   };
+}
+
+/** A pool with the timeouts of `options` (see createDataLayer), for a database only read with `Sql` (a read replica). */
+export function createPool(databaseUrl: string, options: PoolOptions, onIdleConnectionError: (error: Error) => void): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.size,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    query_timeout: options.queryTimeoutMs,
+    keepAlive: true,
+  });
+  pool.on('error', onIdleConnectionError);
+  return pool;
 }
 
 /**

@@ -71,6 +71,7 @@ export function createApp(services: Services): Express {
     authenticators: { apiKey: (key) => services.orgs.authenticate(key), session: (cookie) => services.members.authenticateSession(cookie) },
     cookies: { secure: services.config.NODE_ENV === 'production' },
     heartbeatMs: services.config.EVENT_STREAM_HEARTBEAT_MS,
+    noteWrite: (principal) => services.reads.noteWrite(principal),
   });
   app.use(api);
   const { ADMIN_USER, ADMIN_PASSWORD } = services.config;

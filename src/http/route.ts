@@ -14,7 +14,7 @@ import {
 } from '../lib/errors.js';
 import type { Caller } from '../lib/caller.js';
 import { validate } from '../lib/validation.js';
-import type { Scope, Tenant } from '../modules/orgs/tenant.js';
+import { principalKey, type Scope, type Tenant } from '../modules/orgs/tenant.js';
 import { errorHandler } from './problem.js';
 import { authenticate, reauthenticate, SESSION_COOKIE, tenantOf, type Authenticators, type AuthMode } from './authenticate.js';
 
@@ -218,7 +218,7 @@ function handle(spec: AnyRouteSpec, options: MountOptions): RequestHandler {
 
 async function respond(
   spec: AnyRouteSpec,
-  { cookies, authenticators, heartbeatMs }: MountOptions,
+  { cookies, authenticators, heartbeatMs, noteWrite }: MountOptions,
   req: Request,
   res: Response,
 ): Promise<void> {
@@ -229,6 +229,8 @@ async function respond(
   const query = spec.query ? parseOrThrow(spec.query as z.ZodType, req.query, 'query') : undefined;
 
   const reply = await spec.handler(new HandlerInput(res, body, query, params));
+  // Before the writer hears of it: its next read, on any web process, must see what it wrote.
+  if (spec.method !== 'get' && spec.auth !== 'public') await noteWrite(principalKey(tenantOf(res).principal));
   if (res.writableEnded || res.closed) return;
   res.status(reply.status);
   if ('csv' in reply) return sendCsv(req, res, reply.csv, reply.headers);
@@ -330,6 +332,8 @@ export interface MountOptions {
   cookies: CookieOptions;
   /** How often an event stream sends a comment (keeping proxies from closing it) and checks its credential again. */
   heartbeatMs: number;
+  /** Marks the principal (its key) as having just written, for read-your-writes on a read replica. */
+  noteWrite: (principal: string) => Promise<void>;
 }
 
 export interface CookieOptions {

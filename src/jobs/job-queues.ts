@@ -1,6 +1,7 @@
-import { Queue, type ConnectionOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import { Batcher } from '../lib/batcher.js';
 import type { Logger } from '../lib/logger.js';
+import type { RedisClient } from '../lib/redis.js';
 import type { JobDefinition } from './job.js';
 
 /**
@@ -8,6 +9,16 @@ import type { JobDefinition } from './job.js';
  * on Redis before it treats Redis as down and leaves the rows for its next look.
  */
 export const ENQUEUE_BATCH_TIMEOUT_MS = 5_000;
+
+/**
+ * The BullMQ prefix of a queue, for its producers and its workers alike. On a Redis Cluster every
+ * key of a queue must sit in one hash slot (BullMQ's scripts touch several at once), so the queue's
+ * name is a hash tag there, which also spreads the queues over the cluster. One server keeps the
+ * plain prefix: the keys its jobs already have stay where running and future releases look.
+ */
+export function queuePrefix(redis: Pick<RedisClient, 'isCluster'>, prefix: string, queue: string): string {
+  return redis.isCluster ? `${prefix}:{${queue}}` : prefix;
+}
 
 /** Completed jobs are kept a while for Bull Board, failed ones longer for inspection. */
 export const retention = {
@@ -38,13 +49,17 @@ export class JobQueues {
   private readonly queues = new Map<string, { queue: Queue; batch: Batcher<Enqueued> }>();
 
   constructor(
-    connection: ConnectionOptions,
+    connection: RedisClient,
     prefix: string,
     logger: Logger,
     readonly definitions: readonly JobDefinition<any>[],
   ) {
     for (const definition of definitions) {
-      const queue = new Queue(definition.queue, { connection, prefix, defaultJobOptions: retention });
+      const queue = new Queue(definition.queue, {
+        connection,
+        prefix: queuePrefix(connection, prefix, definition.queue),
+        defaultJobOptions: retention,
+      });
       queue.on('error', (error) => logger.warn({ err: error, queue: queue.name }, 'queue error'));
       const batch = new Batcher<Enqueued>(async (items) => {
         await queue.addBulk(

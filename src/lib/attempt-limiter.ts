@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Logger } from './logger.js';
 
 /**
@@ -19,7 +19,7 @@ const PEEK = `return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('P
  */
 export class AttemptLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     private readonly rule: { limit: number; windowMs: number },
     private readonly logger: Logger,
@@ -44,7 +44,7 @@ export class AttemptLimiter {
       const [count, ttlMs] = (await this.redis.eval(script, 1, this.key(subject), this.rule.windowMs)) as [number, number];
       return over(count) ? Math.max(ttlMs, 0) / 1000 : null;
     } catch (error) {
-      this.logger.warn({ err: error, limiter: this.keyPrefix }, 'attempt limit not checked: Redis unavailable');
+      this.logger.warn({ err: error, limiter: this.keyPrefix }, 'attempt limit not checked: RedisClient unavailable');
       return null;
     }
   }

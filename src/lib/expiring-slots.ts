@@ -1,4 +1,6 @@
-import type { Redis, Result } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import type { Result } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /**
  * Takes a slot of each key for its holder, if the key has fewer than `limit` live holders.
@@ -53,11 +55,13 @@ export interface SlotHold {
 
 /**
  * At most `limit` holders per key across every process, each hold lapsing `holdMs` after it was
- * taken or last renewed. Each call is one Redis round trip for all the holds it is given.
+ * taken or last renewed. Each call is one Redis round trip for all the holds it is given; on a
+ * Redis Cluster, one per hash slot among their keys, since one script may only touch keys of one
+ * slot (and the keys of different endpoints or principals are spread over the cluster on purpose).
  */
 export class ExpiringSlots {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly limit: number,
     readonly holdMs: number,
   ) {
@@ -68,30 +72,52 @@ export class ExpiringSlots {
 
   /** One answer per hold asked for: whether it was taken. */
   async acquire(holds: readonly SlotHold[]): Promise<boolean[]> {
-    const now = Date.now();
-    const acquired = await this.redis.acquireExpiringSlots(
-      holds.length,
-      ...holds.map((hold) => hold.key),
-      now,
-      now + this.holdMs,
-      this.limit,
-      this.holdMs,
-      ...holds.map((hold) => hold.holder),
-    );
-    return acquired.map((flag) => flag === 1);
+    const acquired = new Array<boolean>(holds.length);
+    await this.perSlot(holds, async (group) => {
+      const now = Date.now();
+      const flags = await this.redis.acquireExpiringSlots(
+        group.length,
+        ...group.map(({ hold }) => hold.key),
+        now,
+        now + this.holdMs,
+        this.limit,
+        this.holdMs,
+        ...group.map(({ hold }) => hold.holder),
+      );
+      group.forEach(({ index }, at) => (acquired[index] = flags[at] === 1));
+    });
+    return acquired;
   }
 
   async release(holds: readonly SlotHold[]): Promise<void> {
-    await this.redis.releaseExpiringSlots(holds.length, ...holds.map((hold) => hold.key), ...holds.map((hold) => hold.holder));
+    await this.perSlot(holds, (group) =>
+      this.redis.releaseExpiringSlots(group.length, ...group.map(({ hold }) => hold.key), ...group.map(({ hold }) => hold.holder)),
+    );
   }
 
   async renew(holds: readonly SlotHold[]): Promise<void> {
-    await this.redis.renewExpiringSlots(
-      holds.length,
-      ...holds.map((hold) => hold.key),
-      Date.now() + this.holdMs,
-      this.holdMs,
-      ...holds.map((hold) => hold.holder),
+    await this.perSlot(holds, (group) =>
+      this.redis.renewExpiringSlots(
+        group.length,
+        ...group.map(({ hold }) => hold.key),
+        Date.now() + this.holdMs,
+        this.holdMs,
+        ...group.map(({ hold }) => hold.holder),
+      ),
     );
+  }
+
+  /** Runs `call` once for all the holds on one server, once per hash slot on a cluster, concurrently. */
+  private async perSlot(holds: readonly SlotHold[], call: (group: { hold: SlotHold; index: number }[]) => Promise<unknown>) {
+    const indexed = holds.map((hold, index) => ({ hold, index }));
+    if (!this.redis.isCluster) return void (await call(indexed));
+    const groups = new Map<number, typeof indexed>();
+    for (const entry of indexed) {
+      const slot = calculateSlot(entry.hold.key);
+      const group = groups.get(slot);
+      if (group) group.push(entry);
+      else groups.set(slot, [entry]);
+    }
+    await Promise.all([...groups.values()].map(call));
   }
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { z } from 'zod';
 
 /** The mailbox keeps the newest mails only: it is for trying things, not an archive. */
@@ -23,7 +23,7 @@ export class Mailbox {
   private readonly key: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.key = `${prefix}:dev-mailbox`;

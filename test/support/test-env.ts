@@ -133,7 +133,8 @@ export async function createTestEnv(
         }),
       );
       await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-      await deleteRedisKeys(config.REDIS_URL, `${config.REDIS_PREFIX}:*`);
+      // A cluster is the test's own and goes with it.
+      if (config.REDIS_URL.kind === 'server') await deleteRedisKeys(config.REDIS_URL.url, `${config.REDIS_PREFIX}:*`);
     },
   };
 }

@@ -1,8 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Sql } from '../../data/database.js';
 import type { Logger } from '../../lib/logger.js';
 import { Semaphore } from '../../lib/semaphore.js';
-import { subscribeWithin } from '../../lib/redis.js';
+import { subscribeWithin, type RedisClient } from '../../lib/redis.js';
 import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from '../outbox/domain-events.js';
 import type { Tenant } from '../orgs/tenant.js';
@@ -97,8 +96,8 @@ export class ApprovalFeed {
 
   constructor(
     private readonly sql: Sql,
-    private readonly publisher: Redis,
-    private readonly subscriber: Redis | null,
+    private readonly publisher: RedisClient,
+    private readonly subscriber: RedisClient | null,
     prefix: string,
     private readonly logger: Logger,
   ) {

@@ -1,4 +1,5 @@
 import type { DataLayer } from '../../data/database.js';
+import type { Reads } from '../../data/read-replica.js';
 import {
   ConflictError,
   DecisionRefusedError,
@@ -7,7 +8,7 @@ import {
   PaymentRequiredError,
   ValidationError,
 } from '../../lib/errors.js';
-import type { MemberRole, Tenant } from '../orgs/tenant.js';
+import { principalKey, type MemberRole, type Tenant } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
@@ -136,7 +137,7 @@ export class ApprovalService {
   private readonly lookups: ApprovalLookups;
 
   constructor(
-    private readonly data: Pick<DataLayer, 'db' | 'sql'>,
+    private readonly data: Pick<DataLayer, 'db' | 'sql'> & { reads: Reads },
     private readonly policies: PolicyService,
     private readonly afterCommit: AfterCommit,
     private readonly limits: ApprovalLimits,
@@ -286,7 +287,9 @@ export class ApprovalService {
     if (after === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
     const { decidable, include, ...exact } = filters;
     const voter = decidable ? voterOf(tenant) : undefined;
-    const rows = await this.store(tenant).list({
+    // Listing may be a moment behind (a read replica), except for the caller's own recent writes.
+    const reading = new ApprovalStore(this.data.db, await this.data.reads.sqlFor(principalKey(tenant.principal)), tenant.orgId);
+    const rows = await reading.list({
       ...exact,
       ...(status ? { statuses: status } : {}),
       ...(after ? { after } : {}),

@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Caller } from '../../lib/caller.js';
 import { Deadlines } from '../../lib/deadlines.js';
-import { subscribeWithin } from '../../lib/redis.js';
+import { subscribeWithin, type RedisClient } from '../../lib/redis.js';
 
 /**
  * The channels settlements travel on. A message's format is fixed by its channel's version: a
@@ -66,8 +65,8 @@ export class ApprovalSettlements {
 
   /** Without a subscriber (worker processes, which hold no long-polls) it only publishes. */
   constructor(
-    private readonly publisher: Redis,
-    private readonly subscriber: Redis | null,
+    private readonly publisher: RedisClient,
+    private readonly subscriber: RedisClient | null,
     prefix: string,
     private readonly logger: Logger,
     background: BackgroundWork,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../lib/redis.js';
 import { RateLimitedError } from '../../lib/errors.js';
 import { ExpiringSlots, type SlotHold } from '../../lib/expiring-slots.js';
 import type { Logger } from '../../lib/logger.js';
@@ -33,7 +33,7 @@ export class FeedStreamSlots {
   private renewing: NodeJS.Timeout | null = null;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     private readonly logger: Logger,
   ) {
@@ -51,7 +51,7 @@ export class FeedStreamSlots {
     try {
       [taken] = (await this.slots.acquire([hold])) as [boolean];
     } catch (error) {
-      this.logger.warn({ err: error }, 'feed stream limit not checked: Redis unavailable');
+      this.logger.warn({ err: error }, 'feed stream limit not checked: RedisClient unavailable');
       return () => {};
     }
     if (!taken) {

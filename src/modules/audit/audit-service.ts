@@ -2,11 +2,12 @@ import type { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { poolSql, type DataLayer } from '../../data/database.js';
+import { poolSql, type DataLayer, type Sql } from '../../data/database.js';
+import type { Reads } from '../../data/read-replica.js';
 import { ConflictError, GoneError, NotFoundError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { RetryLater } from '../../lib/job-retries.js';
-import type { Tenant } from '../orgs/tenant.js';
+import { principalKey, type Tenant } from '../orgs/tenant.js';
 import { canonicalJson, CHECKPOINT_EVENT_TYPE } from './audit-events.js';
 import { AuditExportChunks } from './audit-export-chunks.js';
 import { AuditExportFiles } from './audit-export-files.js';
@@ -61,15 +62,15 @@ export class AuditService {
   private readonly storage: AuditExportStorage;
 
   constructor(
-    private readonly data: Pick<DataLayer, 'sql'>,
+    private readonly data: Pick<DataLayer, 'sql'> & { reads: Reads },
     private readonly deps: { exportQueue: ExportQueue; logger: Logger; checkpoints: CheckpointService },
     private readonly options: AuditOptions,
   ) {
     this.storage = options.exportDir ? new AuditExportFiles(options.exportDir) : new AuditExportChunks(data.sql);
   }
 
-  private queries(orgId: string): AuditQueryStore {
-    return new AuditQueryStore(this.data.sql, orgId);
+  private queries(orgId: string, sql: Sql = this.data.sql): AuditQueryStore {
+    return new AuditQueryStore(sql, orgId);
   }
 
   private exports(orgId: string): AuditExportStore {
@@ -78,15 +79,17 @@ export class AuditService {
 
   async page(tenant: Tenant, query: AuditQuery): Promise<AuditPage> {
     const { after = 0, limit, verify, checkpoints: withCheckpoints, format: _format, ...filters } = query;
+    // Audit reads may be a moment behind (a read replica), except for the caller's own recent writes.
+    const sql = await this.data.reads.sqlFor(principalKey(tenant.principal));
     const [events, verification] = await Promise.all([
-      this.queries(tenant.orgId).page(filters, after, limit),
-      verify ? this.verify(tenant.orgId) : undefined,
+      this.queries(tenant.orgId, sql).page(filters, after, limit),
+      verify ? this.verify(tenant.orgId, sql) : undefined,
     ]);
     const first = events[0];
     const last = events.at(-1);
     const checkpoints =
       withCheckpoints && first && last
-        ? await this.deps.checkpoints.inRange(tenant.orgId, Number(first.seq), Number(last.seq))
+        ? await this.deps.checkpoints.inRange(tenant.orgId, Number(first.seq), Number(last.seq), sql)
         : withCheckpoints
           ? []
           : undefined;
@@ -100,14 +103,16 @@ export class AuditService {
    * checkpoint up to the head: a chain rewritten consistently, hashes and head included, still
    * contradicts what was signed before (see docs/audit.md).
    */
-  async verify(orgId: string): Promise<Verification> {
-    const queries = this.queries(orgId);
+  async verify(orgId: string, sql?: Sql): Promise<Verification> {
+    // One source for the head, the ranges and the checkpoints, so that they agree with each other.
+    const reading = sql ?? (await this.data.reads.sqlFor(null));
+    const queries = this.queries(orgId, reading);
     const head = await queries.head();
     if (head.seq === 0) return { intact: true, count: 0, headHash: null, brokenAtSeq: null, checkpoints: 0 };
     const rangeCount = Math.min(VERIFY_CONCURRENCY, Math.ceil(head.seq / VERIFY_RANGE_MIN_EVENTS));
     const size = Math.ceil(head.seq / rangeCount);
     const [signed, ...results] = await Promise.all([
-      this.deps.checkpoints.verify(orgId, head.seq),
+      this.deps.checkpoints.verify(orgId, head.seq, reading),
       ...Array.from({ length: rangeCount }, (_, index) => {
         const last = Math.min(head.seq, (index + 1) * size);
         return queries.verifyRange(index * size + 1, last, last === head.seq ? head.hash : null);
@@ -176,8 +181,8 @@ export class AuditService {
       [lastSeq, writtenBytes, rowCount] = [0, 0, 0];
     }
     // COPY TO streams on the reading connection for the whole run: the pieces are written on another.
-    const reading = await this.connectForExport(exportId);
-    const writing = await this.connectForExport(exportId).catch(async (error: unknown) => {
+    const reading = await this.connectForReading(orgId, exportId, progress.throughSeq);
+    const writing = await this.connectForExport(exportId, this.options.databaseUrl).catch(async (error: unknown) => {
       await reading.end();
       throw error;
     });
@@ -207,9 +212,30 @@ export class AuditService {
     }
   }
 
+  /**
+   * The connection an export's COPY reads on: the read replica while it is fresh and has the
+   * export's last event already (the head was fixed on the primary), the primary otherwise. A
+   * replica lost in the middle fails the run, whose retry takes up after the last saved piece.
+   */
+  private async connectForReading(orgId: string, exportId: string, throughSeq: number): Promise<pg.Client> {
+    const replicaUrl = this.data.reads.replicaUrl();
+    const replica = replicaUrl && throughSeq > 0 ? await this.connectForExport(exportId, replicaUrl).catch(() => null) : null;
+    if (replica) {
+      const { rows } = await replica
+        .query<{ there: boolean }>('SELECT EXISTS (SELECT 1 FROM audit_events WHERE org_id = $1 AND seq = $2) AS there', [
+          orgId,
+          throughSeq,
+        ])
+        .catch(() => ({ rows: [] as { there: boolean }[] }));
+      if (rows[0]?.there) return replica;
+      await replica.end().catch(() => {});
+    }
+    return this.connectForExport(exportId, this.options.databaseUrl);
+  }
+
   /** A bulk export's own connection: a long COPY should not hold one of the pool's. */
-  private async connectForExport(exportId: string): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.options.databaseUrl });
+  private async connectForExport(exportId: string, connectionString: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString });
     client.on('error', (error) => this.deps.logger.warn({ err: error, exportId }, 'audit export connection error'));
     await client.connect();
     return client;

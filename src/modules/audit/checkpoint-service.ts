@@ -1,6 +1,6 @@
 import { createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
 import { pickColumns, qualified, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
-import type { DataLayer } from '../../data/database.js';
+import type { DataLayer, Sql } from '../../data/database.js';
 import { Prisma, type AuditChainHead, type AuditCheckpoint, type AuditSigningKey } from '../../generated/prisma/client.js';
 import { AUDIT_CHAIN_HEAD_COLUMNS, AUDIT_CHECKPOINT_COLUMNS, AUDIT_EVENT_COLUMNS, AUDIT_SIGNING_KEY_COLUMNS } from './audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE } from './audit-events.js';
@@ -124,8 +124,8 @@ export class CheckpointService {
   }
 
   /** The organization's checkpoints from `first` to `last` (seq), for an export of that range. */
-  async inRange(orgId: string, first: number, last: number): Promise<Checkpoint[]> {
-    const rows = await this.data.sql.query<CheckpointRow>(
+  async inRange(orgId: string, first: number, last: number, sql: Sql = this.data.sql): Promise<Checkpoint[]> {
+    const rows = await sql.query<CheckpointRow>(
       'audit-checkpoints-in-range',
       `SELECT ${CHECKPOINT_COLUMNS} FROM audit_checkpoints WHERE org_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
       [orgId, first, last],
@@ -134,8 +134,8 @@ export class CheckpointService {
   }
 
   /** Every key that has signed, current and retired: what a verifier needs, published without auth. */
-  async keys(): Promise<PublishedKey[]> {
-    const rows = await this.data.sql.query<AuditSigningKey>(
+  async keys(sql: Sql = this.data.sql): Promise<PublishedKey[]> {
+    const rows = await sql.query<AuditSigningKey>(
       'audit-signing-keys',
       `SELECT ${SIGNING_KEY_COLUMNS} FROM audit_signing_keys ORDER BY created_at`,
       [],
@@ -148,16 +148,16 @@ export class CheckpointService {
    * a valid signature by a key that was not yet retired, over the hash the chain has at that seq.
    * Returns how many were checked and the first seq that contradicts one.
    */
-  async verify(orgId: string, lastSeq: number): Promise<{ checked: number; brokenAt: number | null }> {
+  async verify(orgId: string, lastSeq: number, sql: Sql = this.data.sql): Promise<{ checked: number; brokenAt: number | null }> {
     const [rows, keys] = await Promise.all([
-      this.data.sql.query<CheckpointAgainstChain>(
+      sql.query<CheckpointAgainstChain>(
         'audit-checkpoints-against-chain',
         `SELECT ${AGAINST_CHAIN}
          FROM audit_checkpoints c LEFT JOIN audit_events e ON e.org_id = c.org_id AND e.seq = c.seq
          WHERE c.org_id = $1 AND c.seq <= $2 ORDER BY c.seq`,
         [orgId, lastSeq],
       ),
-      this.keys(),
+      this.keys(sql),
     ]);
     const broken = rows.find((row) => row.chainHash !== row.hash || checkpointProblem(toCheckpoint(row), keys) !== null);
     return { checked: rows.length, brokenAt: broken ? Number(broken.seq) : null };

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../lib/redis.js';
 import type { BackgroundWork } from '../../lib/background-work.js';
 
 /**
@@ -12,12 +12,12 @@ export class OutboxSignal {
   /** Commits of the same event-loop turn share one PUBLISH. */
   readonly notify: () => void;
 
-  constructor(publisher: Redis, prefix: string, background: BackgroundWork) {
+  constructor(publisher: RedisClient, prefix: string, background: BackgroundWork) {
     this.channel = `${prefix}:outbox:committed`;
     this.notify = background.eachTurn<void>('waking the outbox relay (it will poll)', () => publisher.publish(this.channel, '1'));
   }
 
-  async listen(subscriber: Redis, onSignal: () => void): Promise<void> {
+  async listen(subscriber: RedisClient, onSignal: () => void): Promise<void> {
     subscriber.on('message', (channel: string) => {
       if (channel === this.channel) onSignal();
     });

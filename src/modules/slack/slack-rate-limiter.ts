@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../lib/redis.js';
 
 /** Redis' own clock, in milliseconds, so that workers on different machines agree on the slots. */
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -23,7 +23,7 @@ return 0`;
  */
 export class SlackRateLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly intervalMs: number,
   ) {}

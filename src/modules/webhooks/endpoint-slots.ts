@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../lib/redis.js';
 import { Batcher } from '../../lib/batcher.js';
 import { ExpiringSlots } from '../../lib/expiring-slots.js';
 
@@ -19,7 +19,7 @@ export class EndpointSlots {
   private readonly slots: ExpiringSlots;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     /** Attempts in flight to one endpoint, across every process. */
     readonly limit: number,
