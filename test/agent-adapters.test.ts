@@ -64,7 +64,12 @@ describe('the AI SDK adapter (withApprovalGate)', () => {
       { type: 'json', value: { refunded: 5, orderId: 'A-1' } },
       {
         type: 'json',
-        value: expect.objectContaining({ approved: false, approvalId: rejected!.id, status: 'rejected', feedback: 'A-2 was already refunded.' }),
+        value: expect.objectContaining({
+          approved: false,
+          approvalId: rejected!.id,
+          status: 'rejected',
+          feedback: 'A-2 was already refunded.',
+        }),
       },
       {
         type: 'json',

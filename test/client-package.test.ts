@@ -71,7 +71,9 @@ beforeAll(async () => {
     // The MCP package's dependency on the client is met by the client's tarball, installed with it.
     consumer(mcpConsumer, [clientTarball, mcpTarball]),
   ]);
-  console.info(`node_modules after installing: @approval-gate/client ${installedBytes.client} bytes, @approval-gate/mcp ${installedBytes.mcp} bytes`);
+  console.info(
+    `node_modules after installing: @approval-gate/client ${installedBytes.client} bytes, @approval-gate/mcp ${installedBytes.mcp} bytes`,
+  );
   await npm(['install', '--prefer-offline', `@types/node@${typesNodeVersion}`], clientConsumer);
 }, 900_000);
 
@@ -88,7 +90,9 @@ describe('@approval-gate/client, packed and installed into another project', () 
       ]),
     );
     expect(packed.client.filter((file) => !/^package\/(dist\/.+\.(js|d\.ts)|package\.json|README\.md)$/.test(file))).toEqual([]);
-    expect(packed.client.filter((file) => /\/(server|services|dev|config)\.js$|\/(console|generated|http|db|consumers|jobs)\//.test(file))).toEqual([]);
+    expect(
+      packed.client.filter((file) => /\/(server|services|dev|config)\.js$|\/(console|generated|http|db|consumers|jobs)\//.test(file)),
+    ).toEqual([]);
     expect(await readdir(path.join(clientConsumer, 'node_modules'))).not.toContain('zod');
     expect(installedBytes.client).toBeLessThan(MAX_CLIENT_INSTALL_BYTES);
   });
@@ -167,7 +171,12 @@ export const event = verifyWebhook({ rawBody: '{}', headers: {}, secret: 'whsec_
 
 describe('@approval-gate/mcp, packed and installed into another project', () => {
   it('holds only the built server, and depends on the client, not on the service', () => {
-    expect(packed.mcp.sort()).toEqual(['package/dist/approval-tools.js', 'package/dist/config.js', 'package/dist/main.js', 'package/package.json']);
+    expect(packed.mcp.sort()).toEqual([
+      'package/dist/approval-tools.js',
+      'package/dist/config.js',
+      'package/dist/main.js',
+      'package/package.json',
+    ]);
     const installed = readFileSync(path.join(mcpConsumer, 'node_modules', '@approval-gate', 'mcp', 'package.json'), 'utf8');
     expect(Object.keys((JSON.parse(installed) as { dependencies: object }).dependencies).sort()).toEqual([
       '@approval-gate/client',

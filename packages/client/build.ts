@@ -26,9 +26,15 @@ const manifest = JSON.parse(await readFile(path.join(PACKAGE, 'package.json'), '
 const allowedPackages = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
 
 /** Each export's source: `./dist/client/index.js` is compiled from `src/client/index.ts`. */
-const entries = Object.values(manifest.exports).map(({ default: js }) => path.join(SRC, js.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts')));
+const entries = Object.values(manifest.exports).map(({ default: js }) =>
+  path.join(SRC, js.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts')),
+);
 
-const configFile = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: fail });
+const configFile = ts.getParsedCommandLineOfConfigFile(
+  path.join(ROOT, 'tsconfig.json'),
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic: fail },
+);
 if (!configFile) throw new Error('tsconfig.json could not be read');
 const options: ts.CompilerOptions = {
   ...configFile.options,
@@ -56,7 +62,8 @@ function importsOf(file: string): { files: string[]; packages: string[] } {
   const files: string[] = [];
   const packages: string[] = [];
   for (const specifier of specifiers) {
-    if (specifier.startsWith('.')) files.push(path.resolve(path.dirname(file), specifier.replace(/\.js$/, file.endsWith('.d.ts') ? '.d.ts' : '.js')));
+    if (specifier.startsWith('.'))
+      files.push(path.resolve(path.dirname(file), specifier.replace(/\.js$/, file.endsWith('.d.ts') ? '.d.ts' : '.js')));
     else packages.push(specifier);
   }
   return { files, packages };
@@ -86,7 +93,9 @@ for (const file of [...runtime, ...[...declarations].filter((file) => !isTypesOn
   for (const name of importsOf(file).packages) {
     const packageName = name.startsWith('@') ? name.split('/').slice(0, 2).join('/') : name.split('/')[0]!;
     if (name.startsWith('node:') || builtinModules.includes(name) || allowedPackages.has(packageName)) continue;
-    throw new Error(`${path.relative(OUT, file)} imports ${name}, which is not a dependency of @approval-gate/client: declare it, or keep it out of the client`);
+    throw new Error(
+      `${path.relative(OUT, file)} imports ${name}, which is not a dependency of @approval-gate/client: declare it, or keep it out of the client`,
+    );
   }
 }
 
@@ -99,9 +108,7 @@ function typesOnlyDeclaration(declarationFile: string): string {
   if (!source) throw new Error(`no source for ${declarationFile}`);
   const checker = program.getTypeChecker();
   const moduleSymbol = checker.getSymbolAtLocation(source)!;
-  const lines = [
-    `// Written by packages/client/build.ts from ${path.relative(ROOT, source.fileName)}: the types the API's schemas infer.`,
-  ];
+  const lines = [`// Written by packages/client/build.ts from ${path.relative(ROOT, source.fileName)}: the types the API's schemas infer.`];
   for (const symbol of checker.getExportsOfModule(moduleSymbol)) {
     const declaration = symbol.declarations?.[0];
     if (!declaration || !(ts.isTypeAliasDeclaration(declaration) || ts.isInterfaceDeclaration(declaration))) continue;
@@ -122,7 +129,9 @@ function typesOnlyDeclaration(declarationFile: string): string {
     if (type.isUnion()) {
       const members = type.types.map((member) => printType(member, depth + 1));
       const both = members.includes('true') && members.includes('false');
-      return [...new Set(both ? members.map((member) => (member === 'true' || member === 'false' ? 'boolean' : member)) : members)].join(' | ');
+      return [...new Set(both ? members.map((member) => (member === 'true' || member === 'false' ? 'boolean' : member)) : members)].join(
+        ' | ',
+      );
     }
     if (type.isIntersection()) return type.types.map((member) => `(${printType(member, depth + 1)})`).join(' & ');
     if (!(type.flags & ts.TypeFlags.Object)) return checker.typeToString(type, undefined, ts.TypeFormatFlags.NoTruncation);
@@ -135,14 +144,20 @@ function typesOnlyDeclaration(declarationFile: string): string {
     }
     // Date, Record<…> and the like: a consumer's TypeScript knows them by name.
     const declared = type.aliasSymbol?.declarations?.[0] ?? type.symbol?.declarations?.[0];
-    if (declared && program.isSourceFileDefaultLibrary(declared.getSourceFile())) return checker.typeToString(type, undefined, ts.TypeFormatFlags.NoTruncation);
-    if (type.getCallSignatures().length > 0) throw new Error(`a function type in ${path.relative(ROOT, source!.fileName)} cannot be written out`);
+    if (declared && program.isSourceFileDefaultLibrary(declared.getSourceFile()))
+      return checker.typeToString(type, undefined, ts.TypeFormatFlags.NoTruncation);
+    if (type.getCallSignatures().length > 0)
+      throw new Error(`a function type in ${path.relative(ROOT, source!.fileName)} cannot be written out`);
     const indent = '  '.repeat(depth + 1);
-    const members = checker.getIndexInfosOfType(type).map((info) => `${indent}[key: ${checker.typeToString(info.keyType)}]: ${printType(info.type, depth + 1)};`);
+    const members = checker
+      .getIndexInfosOfType(type)
+      .map((info) => `${indent}[key: ${checker.typeToString(info.keyType)}]: ${printType(info.type, depth + 1)};`);
     for (const property of checker.getPropertiesOfType(type)) {
       const optional = property.flags & ts.SymbolFlags.Optional ? '?' : '';
       const name = /^[A-Za-z_$][\w$]*$/.test(property.name) ? property.name : JSON.stringify(property.name);
-      members.push(`${documentation(property, indent)}${indent}${name}${optional}: ${printType(checker.getTypeOfSymbol(property), depth + 1)};`);
+      members.push(
+        `${documentation(property, indent)}${indent}${name}${optional}: ${printType(checker.getTypeOfSymbol(property), depth + 1)};`,
+      );
     }
     return members.length === 0 ? '{}' : `{\n${members.join('\n')}\n${'  '.repeat(depth)}}`;
   }
@@ -151,7 +166,9 @@ function typesOnlyDeclaration(declarationFile: string): string {
 await rm(OUT, { recursive: true, force: true });
 for (const file of runtime) await write(file, emitted.get(file)!);
 for (const file of declarations) await write(file, isTypesOnly(file) ? typesOnlyDeclaration(file) : emitted.get(file)!);
-console.error(`built @approval-gate/client: ${runtime.size} modules, ${declarations.size} declaration files in ${path.relative(ROOT, OUT)}`);
+console.error(
+  `built @approval-gate/client: ${runtime.size} modules, ${declarations.size} declaration files in ${path.relative(ROOT, OUT)}`,
+);
 
 async function write(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });

@@ -16,7 +16,10 @@ export type GatedTool<T extends Tool> = Tool<InferToolInput<T>, InferToolOutput<
  * Each tool of `tools` asking Approval Gate before it runs. Tools without `execute` (answered by
  * the application) are returned as they are: there is nothing here to hold back.
  */
-export function withApprovalGate<TOOLS extends ToolSet>(tools: TOOLS, options: ToolApprovalOptions): { [NAME in keyof TOOLS]: GatedTool<TOOLS[NAME]> } {
+export function withApprovalGate<TOOLS extends ToolSet>(
+  tools: TOOLS,
+  options: ToolApprovalOptions,
+): { [NAME in keyof TOOLS]: GatedTool<TOOLS[NAME]> } {
   const gated = Object.entries(tools).map(([toolName, tool]) => {
     const execute = tool.execute as ((input: unknown, execution: ToolExecutionOptions<unknown>) => unknown) | undefined;
     if (!execute) return [toolName, tool];
@@ -25,7 +28,12 @@ export function withApprovalGate<TOOLS extends ToolSet>(tools: TOOLS, options: T
       {
         ...tool,
         execute: async (input: unknown, execution: ToolExecutionOptions<unknown>) => {
-          const approval = await askAboutToolCall(options, { toolName, input, callId: execution.toolCallId, signal: execution.abortSignal });
+          const approval = await askAboutToolCall(options, {
+            toolName,
+            input,
+            callId: execution.toolCallId,
+            signal: execution.abortSignal,
+          });
           if (approval.status !== 'approved') return notApproved(approval);
           return await execute(approval.payload, execution);
         },

@@ -13,22 +13,33 @@ const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0
 /**
  * A model of the AI SDK that makes `calls` on its first step and, on the next, answers with the
  * tools' results it was sent, as JSON text: what the model read is what the test reads. Each call
- * has a fresh id, as a provider's would.
+ * has a fresh id, as a provider's would. `onResults` is told when the results reach the model.
  */
-export function scriptedAiModel(calls: ScriptedCall[]): MockLanguageModelV4 {
+export function scriptedAiModel(calls: ScriptedCall[], onResults?: () => void): MockLanguageModelV4 {
   return new MockLanguageModelV4({
     doGenerate: async ({ prompt }) => {
       const last = prompt.at(-1)!;
       if (last.role !== 'tool') {
         return {
-          content: calls.map(({ toolName, input }) => ({ type: 'tool-call', toolCallId: `call_${randomUUID()}`, toolName, input: JSON.stringify(input) })),
+          content: calls.map(({ toolName, input }) => ({
+            type: 'tool-call',
+            toolCallId: `call_${randomUUID()}`,
+            toolName,
+            input: JSON.stringify(input),
+          })),
           finishReason: { unified: 'tool-calls', raw: undefined },
           usage,
           warnings: [],
         };
       }
+      onResults?.();
       const results = last.content.flatMap((part) => (part.type === 'tool-result' ? [part.output] : []));
-      return { content: [{ type: 'text', text: JSON.stringify(results) }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+      return {
+        content: [{ type: 'text', text: JSON.stringify(results) }],
+        finishReason: { unified: 'stop', raw: undefined },
+        usage,
+        warnings: [],
+      };
     },
   });
 }
@@ -38,7 +49,11 @@ export function scriptedAiModel(calls: ScriptedCall[]): MockLanguageModelV4 {
  * tools' outputs it was sent (a rejection's message among them), as JSON text.
  */
 export class ScriptedAgentsModel implements Model {
-  constructor(private readonly calls: ScriptedCall[]) {}
+  constructor(
+    private readonly calls: ScriptedCall[],
+    /** Told when the tools' results reach the model. */
+    private readonly onResults?: () => void,
+  ) {}
 
   async getResponse({ input }: ModelRequest): Promise<ModelResponse> {
     const items = typeof input === 'string' ? [] : input;
@@ -55,7 +70,10 @@ export class ScriptedAgentsModel implements Model {
         })),
       };
     }
-    const text = JSON.stringify(results.map((output) => (typeof output === 'object' && output !== null && 'text' in output ? output.text : output)));
+    this.onResults?.();
+    const text = JSON.stringify(
+      results.map((output) => (typeof output === 'object' && output !== null && 'text' in output ? output.text : output)),
+    );
     return {
       usage: new Usage(),
       output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }],
