@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /** The MCP server's environment (`npm run mcp`, `approval-gate-mcp`): which service it asks, with which key. */
 const mcpEnvironmentSchema = z.object({
-  APPROVAL_GATE_URL: z.url({ protocol: /^https?$/, error: 'APPROVAL_GATE_URL must be an http(s) URL' }),
+  APPROVAL_GATE_URL: z.url({ protocol: /^https?$/, error: 'APPROVAL_GATE_URL must be a URL with http or https' }),
   /** Needs `approvals:write` and `approvals:read`. */
   APPROVAL_GATE_API_KEY: z.string({ error: 'APPROVAL_GATE_API_KEY is required' }).min(1),
 });
