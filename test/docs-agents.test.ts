@@ -1,12 +1,12 @@
 import { execFile as execFileCallback } from 'node:child_process';
-import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApprovalGateClient, type ApprovalView, type DecisionInput } from '../src/client/index.js';
 import { eventually } from './support/eventually.js';
-import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+import { useTestEnv, type TestEnv } from './support/test-env.js';
 
 const execFile = promisify(execFileCallback);
 
@@ -30,26 +30,31 @@ async function codeBlock(file: string): Promise<string> {
 }
 
 let env: TestEnv;
-let org: TestOrg;
 let scratch: string;
 
-useTestEnv((created) => ({ env, org } = created));
+useTestEnv((created) => ({ env } = created));
 
 beforeAll(async () => {
-  await org.request('put', '/v1/policies/refunds').send({}).expect(200);
   scratch = await mkdtemp(path.join(tmpdir(), 'approval-gate-docs-agents-'));
-  await symlink(path.join(repoRoot, 'node_modules'), path.join(scratch, 'node_modules'));
 });
 afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-const reviewer = () => createApprovalGateClient({ baseUrl: env.baseUrl, apiKey: org.reviewerKey });
-
-/** Runs the example of `file` with `model.ts` exporting `model`, and decides its one request as `decision`. */
+/**
+ * Runs the example of `file` in a project of its own (beside `model.ts` exporting `model`), as an
+ * organization of its own, and decides its one request as `decision`.
+ */
 async function runExample(file: string, model: string, decision: DecisionInput): Promise<{ output: string; approval: ApprovalView }> {
-  await writeFile(path.join(scratch, 'model.ts'), model);
-  await writeFile(path.join(scratch, file), await codeBlock(file));
+  const org = await env.createOrg();
+  await org.request('put', '/v1/policies/refunds').send({}).expect(200);
+  const reviewer = createApprovalGateClient({ baseUrl: env.baseUrl, apiKey: org.reviewerKey });
+  const project = path.join(scratch, path.basename(file, '.ts'));
+  await mkdir(project);
+  await symlink(path.join(repoRoot, 'node_modules'), path.join(project, 'node_modules'));
+  await writeFile(path.join(project, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+  await writeFile(path.join(project, 'model.ts'), model);
+  await writeFile(path.join(project, file), await codeBlock(file));
   const running = execFile(process.execPath, ['--import', 'tsx', file], {
-    cwd: scratch,
+    cwd: project,
     env: {
       PATH: process.env.PATH,
       APPROVAL_GATE_URL: env.baseUrl,
@@ -59,11 +64,15 @@ async function runExample(file: string, model: string, decision: DecisionInput):
       OPENAI_AGENTS_DISABLE_TRACING: '1',
     },
   });
-  const pending = await eventually(async () => {
-    const { approvals } = await reviewer().listApprovals({ action: 'refund', status: 'pending' });
-    return approvals[0];
-  }, 60_000);
-  const approval = await reviewer().decide(pending.id, decision);
+  const pending = await Promise.race([
+    eventually(async () => {
+      const { approvals } = await reviewer.listApprovals({ action: 'refund', status: 'pending' });
+      return approvals[0];
+    }, 60_000),
+    // An example that fails fails the test at once, with its output.
+    running.then(({ stdout }) => Promise.reject(new Error(`${file} ended without asking: ${stdout}`))),
+  ]);
+  const approval = await reviewer.decide(pending.id, decision);
   return { output: (await running).stdout, approval };
 }
 
