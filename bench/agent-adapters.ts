@@ -91,10 +91,13 @@ runBenchmark('bench:agent-adapters', 20 * 60_000, async (cleanup) => {
   const started = performance.now();
   for (let index = 0; index < ROUNDS * PATHS.length; index++) {
     const path = PATHS[index % PATHS.length]!;
-    const action = `bench-${path}-${index}`;
+    const action = `bench_${path.replace(/-/g, "_")}_${index}`;
     const running = startRun(path, action);
+    let failure: { error: unknown } | undefined;
+    running.catch((error: unknown) => (failure = { error }));
     let pendingId: string | undefined;
     while (!pendingId) {
+      if (failure) throw failure.error;
       pendingId = (await reviewer.listApprovals({ action, status: 'pending' })).approvals[0]?.id;
       if (!pendingId) await sleep(5);
     }
