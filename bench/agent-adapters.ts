@@ -91,7 +91,7 @@ runBenchmark('bench:agent-adapters', 20 * 60_000, async (cleanup) => {
   const started = performance.now();
   for (let index = 0; index < ROUNDS * PATHS.length; index++) {
     const path = PATHS[index % PATHS.length]!;
-    const action = `bench_${path.replace(/-/g, "_")}_${index}`;
+    const action = `bench_${path.replace(/-/g, '_')}_${index}`;
     const running = startRun(path, action);
     let failure: { error: unknown } | undefined;
     running.catch((error: unknown) => (failure = { error }));

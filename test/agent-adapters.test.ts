@@ -21,7 +21,7 @@ const reviewer = () => createApprovalGateClient({ baseUrl: env.baseUrl, apiKey: 
 async function decidePending(action: string, decisions: DecisionInput[]): Promise<ApprovalView[]> {
   const pending = await eventually(async () => {
     const { approvals } = await reviewer().listApprovals({ action, status: 'pending' });
-    return approvals.length === decisions.length && approvals;
+    return approvals.length === decisions.length ? approvals : undefined;
   });
   const byAmount = pending.toSorted((a, b) => Number(a.payload.amount) - Number(b.payload.amount));
   return Promise.all(byAmount.map((approval, index) => reviewer().decide(approval.id, decisions[index]!)));

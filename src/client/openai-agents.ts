@@ -24,7 +24,7 @@ export interface ResolveWithApprovalGateOptions<TAgent extends Agent<any, any>> 
  * is interrupted again. A call still pending when `wait` runs out stops it there: the result is
  * returned with that interruption, and calling this again with it waits for the same request.
  */
-export async function resolveWithApprovalGate<TContext, TAgent extends Agent<TContext, any>>(
+export async function resolveWithApprovalGate<TContext, TAgent extends Agent<any, any>>(
   result: RunResult<TContext, TAgent>,
   { agent, runner = new Runner(), signal, ...options }: ResolveWithApprovalGateOptions<TAgent>,
 ): Promise<RunResult<TContext, TAgent>> {
