@@ -1,5 +1,5 @@
 // The shape of the code, checked by `npm run lint`: no import cycle, and no import from a layer up
-// to one that builds on it. Processes (workers/, server, dev, cli, mcp) and the composition root
+// to one that builds on it. Processes (workers/, server, dev, cli) and the composition root
 // (src/services.ts) stand on HTTP, the consumers and the job declarations, which stand on the
 // domain (src/modules), which stands on the plumbing (lib, data, db, config).
 const DOMAIN = '^src/modules/';
@@ -7,7 +7,9 @@ const JOBS = '^src/jobs/';
 const CONSUMERS = '^src/consumers/';
 const ROOT = '^src/services[.]ts$';
 const HTTP = '^src/http/';
-const PROCESSES = ['^workers/', '^src/(server|dev)[.]ts$', '^src/cli/', '^src/mcp/'];
+const PROCESSES = ['^workers/', '^src/(server|dev)[.]ts$', '^src/cli/'];
+/** The MCP server's package: it stands on the published client, never on the service. */
+const MCP_PACKAGE = '^packages/mcp/';
 const PLUMBING = ['^src/lib/', '^src/data/', '^src/db/', '^src/config[.]ts$'];
 
 /** The imports that must never be: from, to, and why. */
@@ -21,6 +23,12 @@ const NEVER = [
   ['job-declaration-imports-no-services', JOBS, ROOT, 'A queue declaration imports no services: producers import it to enqueue.'],
   ['consumer-gets-a-context', CONSUMERS, ROOT, 'A consumer acts with its ConsumerContext, not with the composition root.'],
   ['plumbing-knows-no-domain', PLUMBING, DOMAIN, 'Configuration, lib, data and db serve every layer and know none of the domain.'],
+  [
+    'mcp-package-stands-on-the-client',
+    MCP_PACKAGE,
+    '^(src/(?!client/)|workers/)',
+    'The MCP package imports the client package, not the service.',
+  ],
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */

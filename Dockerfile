@@ -3,6 +3,9 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspace's packages (the client, the MCP server) are not part of the image; npm reads their manifests.
+COPY packages/client/package.json ./packages/client/
+COPY packages/mcp/package.json ./packages/mcp/
 # `npm install` generates the Prisma client from the schema (the `prepare` script).
 COPY prisma ./prisma
 RUN npm install --no-audit --no-fund

@@ -211,19 +211,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return parseEnvironment(configSchema, env);
 }
 
-/** The MCP server's environment (`npm run mcp`, `approval-gate-mcp`): which service it asks, with which key. */
-const mcpEnvironmentSchema = z.object({
-  APPROVAL_GATE_URL: z.url({ protocol: /^https?$/ }),
-  /** Needs `approvals:write` and `approvals:read`. */
-  APPROVAL_GATE_API_KEY: z.string().min(1),
-});
-
-export type McpConfig = z.output<typeof mcpEnvironmentSchema>;
-
-export function loadMcpConfig(env: NodeJS.ProcessEnv = process.env): McpConfig {
-  return parseEnvironment(mcpEnvironmentSchema, env);
-}
-
 function parseEnvironment<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): z.output<S> {
   // An empty variable means unset, as compose files and .env templates write optional ones.
   const result = validate(schema, Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')), 'environment');

@@ -1,6 +1,6 @@
 import { execFile as execFileCallback } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cp, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -12,83 +12,112 @@ import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 const execFile = promisify(execFileCallback);
 
 /**
- * A project of someone else's, outside the repository, that installs the packed tarball as any
- * user would. It is kept between runs (with its own npm cache), so that a repeat run installs
- * only the new tarball; the package's dependencies are already there.
+ * The two published packages of the workspace, packed (their prepack scripts build them: the
+ * client first, which the MCP server's build reads) and installed from the tarballs into projects
+ * of someone else's, outside the repository, as any user would. The npm cache is kept between
+ * runs, so that a repeat run downloads nothing.
  */
-const consumerDir = path.join(tmpdir(), 'approval-gate-client-consumer');
-/**
- * `npm pack` runs in a copy of the working tree: its prepare and prepack scripts regenerate
- * src/generated and dist/, which the test files running beside this one import and serve.
- */
-const packDir = path.join(tmpdir(), 'approval-gate-client-pack');
+const scratch = path.join(tmpdir(), 'approval-gate-packages');
+const tarballs = path.join(scratch, 'tarballs');
+const clientConsumer = path.join(scratch, 'client-consumer');
+const mcpConsumer = path.join(scratch, 'mcp-consumer');
 const npmCache = path.join(tmpdir(), 'approval-gate-client-npm-cache');
 const repoRoot = path.resolve(import.meta.dirname, '..');
 const typesNodeVersion = (
   JSON.parse(readFileSync(path.join(repoRoot, 'node_modules/@types/node/package.json'), 'utf8')) as { version: string }
 ).version;
 
+/** What a consumer's `node_modules` weighs after installing a package, in bytes: the sum of its files' sizes. */
+const MAX_CLIENT_INSTALL_BYTES = 5 * 1024 * 1024;
+
 let env: TestEnv;
 let org: TestOrg;
-let packedFiles: string[];
+const packed: Record<'client' | 'mcp', string[]> = { client: [], mcp: [] };
+const installedBytes: Record<'client' | 'mcp', number> = { client: 0, mcp: 0 };
 
 useTestEnv((created) => ({ env, org } = created));
 
 const npm = (args: string[], cwd: string) =>
   execFile('npm', [...args, '--no-audit', '--no-fund', '--cache', npmCache], { cwd, maxBuffer: 64 * 1024 * 1024 });
 
+async function sizeOf(target: string): Promise<number> {
+  const stat = await lstat(target);
+  if (!stat.isDirectory()) return stat.size;
+  let total = 0;
+  for (const entry of await readdir(target)) total += await sizeOf(path.join(target, entry));
+  return total;
+}
+
+/** A fresh project that installs `specs`; returns its node_modules' size, measured before anything else is added. */
+async function consumer(directory: string, specs: string[]): Promise<number> {
+  await rm(directory, { recursive: true, force: true });
+  await mkdir(directory, { recursive: true });
+  await writeFile(path.join(directory, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  await npm(['install', '--prefer-offline', ...specs], directory);
+  return sizeOf(path.join(directory, 'node_modules'));
+}
+
 beforeAll(async () => {
-  await mkdir(consumerDir, { recursive: true });
-  for (const file of await readdir(consumerDir)) if (file.endsWith('.tgz')) await rm(path.join(consumerDir, file));
-  await rm(packDir, { recursive: true, force: true });
-  // As a clone after `npm install` is: with its generated Prisma client, which prepack's build needs.
-  const notCopied = new Set(['.git', 'node_modules', 'dist'].map((name) => path.sep + name));
-  await cp(repoRoot, packDir, { recursive: true, filter: (source) => ![...notCopied].some((name) => source.endsWith(name)) });
-  await symlink(path.join(repoRoot, 'node_modules'), path.join(packDir, 'node_modules'));
-  // `npm pack` builds the package itself (prepare, then prepack: npm run build).
-  await npm(['pack', '--pack-destination', consumerDir], packDir);
-  const tarball = (await readdir(consumerDir)).find((file) => file.endsWith('.tgz'))!;
-  packedFiles = (await execFile('tar', ['-tzf', path.join(consumerDir, tarball)])).stdout.trim().split('\n');
+  await rm(tarballs, { recursive: true, force: true });
+  await mkdir(tarballs, { recursive: true });
+  await npm(['pack', '-w', '@approval-gate/client', '-w', '@approval-gate/mcp', '--pack-destination', tarballs], repoRoot);
+  const clientTarball = path.join(tarballs, 'approval-gate-client-0.1.0.tgz');
+  const mcpTarball = path.join(tarballs, 'approval-gate-mcp-0.1.0.tgz');
+  const list = async (tarball: string) => (await execFile('tar', ['-tzf', tarball])).stdout.trim().split('\n');
+  [packed.client, packed.mcp] = await Promise.all([list(clientTarball), list(mcpTarball)]);
 
-  await writeFile(path.join(consumerDir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await npm(['install', '--prefer-offline', `./${tarball}`, `@types/node@${typesNodeVersion}`], consumerDir);
-}, 600_000);
+  [installedBytes.client, installedBytes.mcp] = await Promise.all([
+    consumer(clientConsumer, [clientTarball]),
+    // The MCP package's dependency on the client is met by the client's tarball, installed with it.
+    consumer(mcpConsumer, [clientTarball, mcpTarball]),
+  ]);
+  console.info(
+    `node_modules after installing: @approval-gate/client ${installedBytes.client} bytes, @approval-gate/mcp ${installedBytes.mcp} bytes`,
+  );
+  await npm(['install', '--prefer-offline', `@types/node@${typesNodeVersion}`], clientConsumer);
+}, 900_000);
 
-describe('the packed package, installed into another project', () => {
-  it('holds the built client, the MCP server and their declarations, and nothing of the source or the service', () => {
-    expect(packedFiles).toEqual(
+describe('@approval-gate/client, packed and installed into another project', () => {
+  it('holds the built client and its declarations, none of the service, and installs no dependency: its node_modules is under 5 MB', async () => {
+    expect(packed.client).toEqual(
       expect.arrayContaining([
         'package/package.json',
-        'package/dist/src/client/index.js',
-        'package/dist/src/client/index.d.ts',
-        'package/dist/src/mcp/main.js',
-        'package/dist/src/modules/webhooks/verify-webhook.js',
+        'package/dist/client/index.js',
+        'package/dist/client/index.d.ts',
+        'package/dist/client/ai-sdk.js',
+        'package/dist/client/openai-agents.js',
+        'package/dist/modules/webhooks/verify-webhook.js',
       ]),
     );
-    expect(packedFiles.filter((file) => !/^package\/(dist\/src\/.+\.(js|d\.ts)|package\.json|README\.md)$/.test(file))).toEqual([]);
-    expect(packedFiles.filter((file) => /\/(server|services|dev)\.js$|\/console\/|\/generated\//.test(file))).toEqual([]);
+    expect(packed.client.filter((file) => !/^package\/(dist\/.+\.(js|d\.ts)|package\.json|README\.md)$/.test(file))).toEqual([]);
+    expect(
+      packed.client.filter((file) => /\/(server|services|dev|config)\.js$|\/(console|generated|http|db|consumers|jobs)\//.test(file)),
+    ).toEqual([]);
+    expect(await readdir(path.join(clientConsumer, 'node_modules'))).not.toContain('zod');
+    expect(installedBytes.client).toBeLessThan(MAX_CLIENT_INSTALL_BYTES);
   });
 
   it('is imported from plain Node ESM and asks the real service', async () => {
     await writeFile(
-      path.join(consumerDir, 'ask.mjs'),
-      `import { createApprovalGateClient, ApiError, verifyWebhook } from 'approval-gate/client';
+      path.join(clientConsumer, 'ask.mjs'),
+      `import { createApprovalGateClient, ApiError, verifyWebhook } from '@approval-gate/client';
+import { verifyWebhook as verifyAlone } from '@approval-gate/client/verify-webhook';
 const gate = createApprovalGateClient({ baseUrl: process.env.APPROVAL_GATE_URL, apiKey: process.env.APPROVAL_GATE_API_KEY });
 const approval = await gate.requestApproval({ action: 'from-a-package', payload: { n: 1 }, policyKey: 'review' }, { wait: 0 });
 const refused = await gate.getApproval('not-a-uuid').catch((error) => error);
-console.log(JSON.stringify({ status: approval.status, apiError: refused instanceof ApiError, code: refused.code, verify: typeof verifyWebhook }));
+console.log(JSON.stringify({ status: approval.status, apiError: refused instanceof ApiError, code: refused.code, verify: typeof verifyWebhook, same: verifyAlone === verifyWebhook }));
 `,
     );
     const { stdout } = await execFile(process.execPath, ['ask.mjs'], {
-      cwd: consumerDir,
+      cwd: clientConsumer,
       env: { PATH: process.env.PATH, APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: org.key },
     });
-    expect(JSON.parse(stdout)).toEqual({ status: 'pending', apiError: true, code: 'not_found', verify: 'function' });
+    expect(JSON.parse(stdout)).toEqual({ status: 'pending', apiError: true, code: 'not_found', verify: 'function', same: true });
   });
 
-  it('type-checks a TypeScript consumer against its declarations, which are the schemas’ types', async () => {
+  it('type-checks a TypeScript consumer against its declarations, which are the schemas’ types, without zod', async () => {
     await writeFile(
-      path.join(consumerDir, 'tsconfig.json'),
+      path.join(clientConsumer, 'tsconfig.json'),
       JSON.stringify({
         compilerOptions: {
           target: 'ES2022',
@@ -103,8 +132,8 @@ console.log(JSON.stringify({ status: approval.status, apiError: refused instance
       }),
     );
     await writeFile(
-      path.join(consumerDir, 'consumer.ts'),
-      `import { createApprovalGateClient, ApiError, verifyWebhook, type ApprovalView, type ApprovalStatus } from 'approval-gate/client';
+      path.join(clientConsumer, 'consumer.ts'),
+      `import { createApprovalGateClient, ApiError, verifyWebhook, type ApprovalView, type ApprovalStatus } from '@approval-gate/client';
 
 const gate = createApprovalGateClient({ baseUrl: 'http://localhost:3000', apiKey: 'ag_example' });
 
@@ -122,7 +151,7 @@ export async function refund(amount: number): Promise<Record<string, unknown> | 
 export async function misuse(): Promise<void> {
   // @ts-expect-error: the policy key is a string in the approval schema
   await gate.requestApproval({ action: 'refund', payload: {}, policyKey: 42 });
-  // @ts-expect-error: a verdict is approved or rejected
+  // @ts-expect-error: a verdict is approved, rejected or changes_requested
   await gate.decide('id', { verdict: 'maybe' });
   const page = await gate.listApprovals({ status: 'pending', limit: '10' });
   // @ts-expect-error: approvals have no field of that name
@@ -133,17 +162,34 @@ export const event = verifyWebhook({ rawBody: '{}', headers: {}, secret: 'whsec_
 `,
     );
     const tsc = path.join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
-    const result = await execFile(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: consumerDir }).catch(
+    const result = await execFile(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: clientConsumer }).catch(
       (error: { stdout: string; code: number }) => error,
     );
     expect(result.stdout).toBe('');
   }, 120_000);
+});
+
+describe('@approval-gate/mcp, packed and installed into another project', () => {
+  it('holds only the built server, and depends on the client, not on the service', () => {
+    expect(packed.mcp.sort()).toEqual([
+      'package/dist/approval-tools.js',
+      'package/dist/config.js',
+      'package/dist/main.js',
+      'package/package.json',
+    ]);
+    const installed = readFileSync(path.join(mcpConsumer, 'node_modules', '@approval-gate', 'mcp', 'package.json'), 'utf8');
+    expect(Object.keys((JSON.parse(installed) as { dependencies: object }).dependencies).sort()).toEqual([
+      '@approval-gate/client',
+      '@modelcontextprotocol/sdk',
+      'zod',
+    ]);
+  });
 
   it('starts its MCP server from the bin the package installs', async () => {
     const client = new Client({ name: 'package-test', version: '1.0.0' });
     await client.connect(
       new StdioClientTransport({
-        command: path.join(consumerDir, 'node_modules', '.bin', 'approval-gate-mcp'),
+        command: path.join(mcpConsumer, 'node_modules', '.bin', 'approval-gate-mcp'),
         env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: org.key },
         stderr: 'pipe',
       }),

@@ -12,7 +12,7 @@ const clients: Client[] = [];
 useTestEnv((created) => ({ env, org } = created));
 
 /** The MCP server as an MCP host starts it: `node` with the entry point, configured by its environment. */
-const serverCommand = { command: process.execPath, args: ['--import', 'tsx', 'src/mcp/main.ts'] };
+const serverCommand = { command: process.execPath, args: ['--import', 'tsx', 'packages/mcp/src/main.ts'] };
 
 async function connect(apiKey: string): Promise<Client> {
   const client = new Client({ name: 'approval-gate-test', version: '1.0.0' });

@@ -1,6 +1,6 @@
 /**
  * The shapes of problems and approvals, inferred from the zod schemas the server validates with.
- * Kept apart from the rest of `api-types.ts` because the published client (`approval-gate/client`)
+ * Kept apart from the rest of `api-types.ts` because the published client (`@approval-gate/client`)
  * uses only these: its declarations then reach no further than the approval and problem schemas.
  */
 import type { z } from 'zod';

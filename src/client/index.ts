@@ -1,5 +1,5 @@
 /**
- * `approval-gate/client`: what an agent's code needs to ask before it acts. Built on the console's
+ * `@approval-gate/client`: what an agent's code needs to ask before it acts. Built on the console's
  * typed client (`api-client.ts`), with the retries a long wait needs. Its types are inferred from
  * the server's zod schemas (`approval-types.ts`), and its declarations reach no further than those.
  */

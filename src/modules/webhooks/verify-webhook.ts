@@ -1,6 +1,6 @@
 /**
  * The helper receivers use to check an Approval Gate delivery (see docs/webhooks.md, "Verifying a delivery").
- * Published as `approval-gate/verify-webhook`: it imports only node:crypto (and types), so keep it so.
+ * Published as `@approval-gate/client/verify-webhook`: it imports only node:crypto (and types), so keep it so.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { WebhookEventBody } from '../audit/audit-events.js';

@@ -2,10 +2,9 @@
 // The `approval-gate-mcp` command (`npm run mcp`): an MCP server over stdio, for agents' hosts.
 // stdout carries the protocol, so everything meant for people goes to stderr.
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { createApprovalGateClient } from '@approval-gate/client';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createApprovalGateClient } from '../client/index.js';
-import { ConfigError, loadMcpConfig, packageRoot } from '../config.js';
+import { ConfigError, loadMcpConfig } from './config.js';
 import { createApprovalGateMcpServer } from './approval-tools.js';
 
 let config;
@@ -17,7 +16,8 @@ try {
   process.exit(1);
 }
 
-const { version } = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+// This package's, from src/ (tsx) as from dist/.
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 const client = createApprovalGateClient({
   baseUrl: config.APPROVAL_GATE_URL,
   apiKey: config.APPROVAL_GATE_API_KEY,

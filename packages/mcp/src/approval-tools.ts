@@ -2,14 +2,14 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ApiError, MAX_WAIT_PER_READ_SECONDS, type ApprovalGateClient, type ApprovalView } from '../client/index.js';
+import { ApiError, MAX_WAIT_PER_READ_SECONDS, type ApprovalGateClient, type ApprovalView } from '@approval-gate/client';
 import {
   APPROVAL_STATUSES,
   approvalCreateSchema,
   approvalIdParamsSchema,
   approvalListQuerySchema,
   revisionInputSchema,
-} from '../modules/approvals/approval-schemas.js';
+} from '@approval-gate/client/schemas';
 
 /** The longest a `request_approval` call may wait for a decision, in seconds. */
 export const MAX_REQUEST_WAIT_SECONDS = 3600;
