@@ -207,6 +207,13 @@ const mcpEnvironmentSchema = z.object({
   APPROVAL_GATE_URL: z.url({ protocol: /^https?$/ }),
   /** Needs `approvals:write` and `approvals:read`. */
   APPROVAL_GATE_API_KEY: z.string().min(1),
+  /**
+   * The longest one tool call waits for a decision before it answers "pending": under the 60 s
+   * after which several MCP clients give up on a call. Tasks are not bound by it.
+   */
+  APPROVAL_GATE_MCP_CALL_SECONDS: positiveInt.max(3600).default(50),
+  /** What tasks/get advises a client between two polls of a task. */
+  APPROVAL_GATE_MCP_TASK_POLL_MS: positiveInt.default(2_000),
 });
 
 export type McpConfig = z.output<typeof mcpEnvironmentSchema>;
