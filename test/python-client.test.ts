@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -307,6 +308,23 @@ emit({"decided": gate.decide(page["approvals"][0]["id"], "approved", revision=2)
     const lines = await run.done;
     expect(lines).toContainEqual({ feedback: 'Only 100.', suggested: { amount: 100 }, revision: 1 });
     expect(lines.at(-1)).toEqual({ status: 'approved', revision: 2, payload: { amount: 100 } });
+  });
+
+  it('runs the agent of docs/python.md as written', async () => {
+    await org.request('put', '/v1/policies/refunds').send({ defaultOutcome: 'allow' }).expect(200);
+    const markdown = await readFile(path.resolve(import.meta.dirname, '../docs/python.md'), 'utf8');
+    const program = [...markdown.matchAll(/^```python\n([\s\S]*?)^```$/gm)]
+      .map((match) => match[1]!)
+      .find((code) => code.startsWith('# agent.py'));
+    const child = spawn('python3', ['-c', program!], {
+      env: { PATH: process.env.PATH ?? '', PYTHONPATH: CLIENT_PATH, APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: org.key },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = await once(child, 'exit');
+    expect(output).toBe('refunded 120 on A-17\n');
+    expect(code).toBe(0);
   });
 
   it('verify_webhook accepts a real delivery by either signature scheme, and refuses it tampered, stale or under another secret', async () => {
