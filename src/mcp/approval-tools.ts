@@ -115,7 +115,7 @@ export function createApprovalGateMcpServer(
    */
   async function continueWith(
     approval: ApprovalView | Error,
-    waitSeconds: number,
+    { waitSeconds, startedAt }: { waitSeconds: number; startedAt: number },
     extra: CreateTaskRequestHandlerExtra,
   ): Promise<CreateTaskResult> {
     if (approval instanceof Error) return { task: await extra.taskStore.createTask({ context: { failure: errorAnswer(approval) } }) };
@@ -125,7 +125,8 @@ export function createApprovalGateMcpServer(
       tasks.watch(task, approval, extra, onWait);
       return { task };
     }
-    const wait = Math.min(waitSeconds, callSeconds);
+    // The call's time counts from its start: creating the request may have taken retries.
+    const wait = Math.max(0, Math.min(waitSeconds, callSeconds) - (Date.now() - startedAt) / 1000);
     // A failure while waiting is answered by tasks/result, which reads the approval again.
     await client.waitForDecision(approval, { wait, signal: extra.signal, onWait }).catch((error: unknown) => {
       if (extra.signal.aborted) throw error;
@@ -139,10 +140,11 @@ export function createApprovalGateMcpServer(
   ) {
     return {
       createTask: async (args: unknown, extra: CreateTaskRequestHandlerExtra) => {
+        const startedAt = Date.now();
         const started = await start(args as Args, extra).catch((error: unknown) =>
           error instanceof Error ? error : new Error(String(error)),
         );
-        return continueWith(started, (args as Args).waitSeconds, extra);
+        return continueWith(started, { waitSeconds: (args as Args).waitSeconds, startedAt }, extra);
       },
       getTask: async (_args: unknown, extra: TaskRequestHandlerExtra) => extra.taskStore.getTask(extra.taskId),
       getTaskResult: async (_args: unknown, extra: TaskRequestHandlerExtra) =>
