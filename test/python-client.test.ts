@@ -49,7 +49,14 @@ interface PythonRun {
 
 function runPython(program: string, { url, key, input }: { url: string; key: string; input?: unknown }): PythonRun {
   const child = spawn('python3', ['-c', PRELUDE + program], {
-    env: { PATH: process.env.PATH ?? '', PYTHONPATH: CLIENT_PATH, AG_URL: url, AG_KEY: key, AG_INPUT: JSON.stringify(input ?? null) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      PYTHONPATH: CLIENT_PATH,
+      PYTHONDONTWRITEBYTECODE: '1',
+      AG_URL: url,
+      AG_KEY: key,
+      AG_INPUT: JSON.stringify(input ?? null),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];
@@ -317,7 +324,13 @@ emit({"decided": gate.decide(page["approvals"][0]["id"], "approved", revision=2)
       .map((match) => match[1]!)
       .find((code) => code.startsWith('# agent.py'));
     const child = spawn('python3', ['-c', program!], {
-      env: { PATH: process.env.PATH ?? '', PYTHONPATH: CLIENT_PATH, APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: org.key },
+      env: {
+        PATH: process.env.PATH ?? '',
+        PYTHONPATH: CLIENT_PATH,
+        PYTHONDONTWRITEBYTECODE: '1',
+        APPROVAL_GATE_URL: env.baseUrl,
+        APPROVAL_GATE_API_KEY: org.key,
+      },
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
