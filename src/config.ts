@@ -213,7 +213,7 @@ const mcpEnvironmentSchema = z.object({
    */
   APPROVAL_GATE_MCP_CALL_SECONDS: positiveInt.max(3600).default(50),
   /** What tasks/get advises a client between two polls of a task. */
-  APPROVAL_GATE_MCP_TASK_POLL_MS: positiveInt.default(2_000),
+  APPROVAL_GATE_MCP_TASK_POLL_MS: positiveInt.default(1_000),
 });
 
 export type McpConfig = z.output<typeof mcpEnvironmentSchema>;
