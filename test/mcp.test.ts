@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { ResponseMessage } from '@modelcontextprotocol/sdk/experimental/tasks';
+import { CallToolResultSchema, type CallToolResult, type Task } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/eventually.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -14,12 +16,19 @@ useTestEnv((created) => ({ env, org } = created));
 /** The MCP server as an MCP host starts it: `node` with the entry point, configured by its environment. */
 const serverCommand = { command: process.execPath, args: ['--import', 'tsx', 'packages/mcp/src/main.ts'] };
 
-async function connect(apiKey: string): Promise<Client> {
-  const client = new Client({ name: 'approval-gate-test', version: '1.0.0' });
+/** A host connected to its own MCP server process; `withTasks` declares the client's task support. */
+async function connect(
+  apiKey: string,
+  { extraEnv = {}, withTasks = false }: { extraEnv?: Record<string, string>; withTasks?: boolean } = {},
+) {
+  const client = new Client(
+    { name: 'approval-gate-test', version: '1.0.0' },
+    withTasks ? { capabilities: { tasks: { cancel: {}, requests: {} } } } : {},
+  );
   await client.connect(
     new StdioClientTransport({
       ...serverCommand,
-      env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: apiKey },
+      env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: apiKey, ...extraEnv },
       stderr: 'pipe',
     }),
   );
@@ -103,10 +112,12 @@ describe('MCP server over stdio', () => {
       action: { type: 'string', minLength: 1, maxLength: 200 },
       payload: { type: 'object' },
       onBehalfOf: expect.anything(),
-      waitSeconds: { type: 'integer', maximum: 3600 },
+      waitSeconds: { type: 'integer', maximum: 3600, default: 50 },
     });
+    expect(request.execution).toEqual({ taskSupport: 'optional' });
+    expect(revise.execution).toEqual({ taskSupport: 'optional' });
     const get = tools.find((tool) => tool.name === 'get_approval')!;
-    expect(get.inputSchema.properties).toMatchObject({ approvalId: { type: 'string', format: 'uuid' }, waitSeconds: { maximum: 30 } });
+    expect(get.inputSchema.properties).toMatchObject({ approvalId: { type: 'string', format: 'uuid' }, waitSeconds: { maximum: 50 } });
   });
 
   it('request_approval waits for the reviewer and returns the verdict, the feedback and the edited payload', async () => {
@@ -167,11 +178,11 @@ describe('MCP server over stdio', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     const outcome = result.structuredContent as Outcome;
     expect(outcome).toMatchObject({ status: 'pending', settled: false, verdict: null, payload: null });
-    expect(outcome.instruction).toMatch(/No decision within 1 s.*get_approval/);
+    expect(outcome.instruction).toMatch(/Still pending.*get_approval/);
 
     await org.asReviewer('post', `/v1/approvals/${outcome.approvalId}/decision`).send({ verdict: 'approved' }).expect(200);
     const read = await agent.callTool({ name: 'get_approval', arguments: { approvalId: outcome.approvalId } });
-    expect(read.structuredContent).toMatchObject({ approvalId: outcome.approvalId, status: 'approved', payload: {}, edited: null });
+    expect(read.structuredContent).toMatchObject({ approvalId: outcome.approvalId, status: 'approved', payload: {}, edited: false });
 
     const listed = await agent.callTool({ name: 'list_approvals', arguments: { status: ['approved'], action: 'wait', limit: 5 } });
     expect(listed.structuredContent).toMatchObject({
@@ -220,7 +231,7 @@ describe('MCP server over stdio', () => {
 
   it('exits at once, naming the variables, when it is not configured', () => {
     const run = spawnSync(serverCommand.command, serverCommand.args, {
-      env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: 'localhost:3000' },
+      env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: 'localhost:3000', APPROVAL_GATE_MCP_CALL_SECONDS: '0' },
       encoding: 'utf8',
       timeout: 20_000,
     });
@@ -228,5 +239,162 @@ describe('MCP server over stdio', () => {
     expect(run.stdout).toBe('');
     expect(run.stderr).toContain('APPROVAL_GATE_URL must be a URL');
     expect(run.stderr).toContain('APPROVAL_GATE_API_KEY is required');
+    expect(run.stderr).toContain('APPROVAL_GATE_MCP_CALL_SECONDS');
+  });
+});
+
+/** The pending approval of `action` in the organization, once there is one. */
+const pendingOf = (action: string) =>
+  eventually(
+    async () =>
+      (await org.asReviewer('get', `/v1/approvals?action=${action}&status=pending`).expect(200)).body.approvals[0] as
+        { id: string } | undefined,
+  );
+
+describe('MCP server, a client without task support', () => {
+  it('answers within the configured call time with the pending request, and get_approval waits on for the decision', async () => {
+    const host = await connect(org.key, { extraEnv: { APPROVAL_GATE_MCP_CALL_SECONDS: '2' } });
+    const progress: unknown[] = [];
+    const started = Date.now();
+    const asked = await host.callTool(
+      { name: 'request_approval', arguments: { action: 'bounded', payload: { n: 1 }, policyKey: 'review', waitSeconds: 3600 } },
+      undefined,
+      { onprogress: (update) => progress.push(update) },
+    );
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(1_500);
+    expect(elapsed).toBeLessThan(8_000);
+    expect(asked.isError).toBeFalsy();
+    const outcome = asked.structuredContent as Outcome;
+    expect(outcome).toMatchObject({ status: 'pending', settled: false, payload: null });
+    expect(outcome.instruction).toMatch(/get_approval.*waitSeconds \(up to 2\)/);
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+
+    // The model goes on with get_approval: its wait is bounded the same way, and sees the decision.
+    const waiting = host.callTool({ name: 'get_approval', arguments: { approvalId: outcome.approvalId, waitSeconds: 2 } });
+    await eventually(() => env.services.settlements.waiting === 1);
+    await org.asReviewer('post', `/v1/approvals/${outcome.approvalId}/decision`).send({ verdict: 'approved' }).expect(200);
+    expect((await waiting).structuredContent).toMatchObject({ approvalId: outcome.approvalId, status: 'approved', payload: { n: 1 } });
+
+    const tooLong = await host.callTool({ name: 'get_approval', arguments: { approvalId: outcome.approvalId, waitSeconds: 3 } });
+    expect(tooLong.isError).toBe(true);
+    expect(JSON.stringify(tooLong.content)).toContain('waitSeconds');
+  });
+});
+
+describe('MCP server, a client with task support', () => {
+  let host: Client;
+  beforeAll(async () => {
+    host = await connect(org.key, { withTasks: true, extraEnv: { APPROVAL_GATE_MCP_TASK_POLL_MS: '200' } });
+  });
+
+  /** Calls `name` as a task and collects what the stream yields, with the progress told on the way. */
+  async function callAsTask(client: Client, name: string, args: Record<string, unknown>) {
+    const messages: ResponseMessage<CallToolResult>[] = [];
+    const progress: unknown[] = [];
+    let created!: (task: Task) => void;
+    const taskCreated = new Promise<Task>((resolve) => (created = resolve));
+    const done = (async () => {
+      for await (const message of client.experimental.tasks.callToolStream({ name, arguments: args }, CallToolResultSchema, {
+        task: { ttl: 600_000 },
+        onprogress: (update) => progress.push(update),
+      })) {
+        messages.push(message);
+        if (message.type === 'taskCreated') created(message.task);
+      }
+      return messages;
+    })();
+    return {
+      taskCreated: Promise.race([taskCreated, done.then(() => Promise.reject(new Error(JSON.stringify(messages))))]),
+      done,
+      progress,
+    };
+  }
+
+  it('answers request_approval with a task at once; the task works until the decision, with progress, and ends with it', async () => {
+    const started = Date.now();
+    const call = await callAsTask(host, 'request_approval', { action: 'tasked', payload: { amount: 120 }, policyKey: 'review' });
+    const task = await call.taskCreated;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const pending = await pendingOf('tasked');
+    expect(task).toMatchObject({ taskId: `${pending.id}:r1`, status: 'working', ttl: null, pollInterval: 200 });
+    expect(await host.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
+
+    await eventually(() => env.services.settlements.waiting === 1);
+    await eventually(() => call.progress.length >= 1);
+    await org
+      .asReviewer('post', `/v1/approvals/${pending.id}/decision`)
+      .send({ verdict: 'approved', editedPayload: { amount: 100 } })
+      .expect(200);
+
+    const messages = await call.done;
+    const result = messages.at(-1)!;
+    expect(result.type).toBe('result');
+    expect((result as { result: CallToolResult }).result.structuredContent).toMatchObject({
+      approvalId: pending.id,
+      status: 'approved',
+      payload: { amount: 100 },
+      edited: true,
+    });
+    expect(messages.some((message) => message.type === 'taskStatus' && message.task.status === 'working')).toBe(true);
+    expect(await host.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('keeps a task when the MCP server process that made it is gone: its state is the approval', async () => {
+    const first = await connect(org.key, { withTasks: true });
+    const call = await callAsTask(first, 'request_approval', { action: 'outlives', payload: {}, policyKey: 'review' });
+    const task = await call.taskCreated;
+    await first.close();
+    await call.done.catch(() => {});
+
+    const second = host; // another process of the same configuration
+    expect(await second.experimental.tasks.getTask(task.taskId)).toMatchObject({ taskId: task.taskId, status: 'working' });
+    const pending = await pendingOf('outlives');
+    const resulting = second.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    await org.asReviewer('post', `/v1/approvals/${pending.id}/decision`).send({ verdict: 'rejected', feedback: 'not today' }).expect(200);
+    expect((await resulting).structuredContent).toMatchObject({ status: 'rejected', feedback: 'not today', payload: null });
+    expect(await second.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('runs revise_approval as a task too, and ends the first task when changes are asked', async () => {
+    const asking = await callAsTask(host, 'request_approval', { action: 'tasked-revise', payload: { amount: 120 }, policyKey: 'review' });
+    const first = await asking.taskCreated;
+    const pending = await pendingOf('tasked-revise');
+    await org
+      .asReviewer('post', `/v1/approvals/${pending.id}/decision`)
+      .send({ verdict: 'changes_requested', feedback: 'Only 100.' })
+      .expect(200);
+    expect((await asking.done).at(-1)).toMatchObject({
+      type: 'result',
+      result: { structuredContent: { status: 'changes_requested', feedback: 'Only 100.', revision: 1 } },
+    });
+
+    const revising = await callAsTask(host, 'revise_approval', { approvalId: pending.id, payload: { amount: 100 }, note: 'Lowered.' });
+    const second = await revising.taskCreated;
+    expect(second).toMatchObject({ taskId: `${pending.id}:r2`, status: 'working' });
+    // The first task stays completed although its approval is pending again.
+    expect(await host.experimental.tasks.getTask(first.taskId)).toMatchObject({ status: 'completed' });
+    await org.asReviewer('post', `/v1/approvals/${pending.id}/decision`).send({ verdict: 'approved', revision: 2 }).expect(200);
+    expect((await revising.done).at(-1)).toMatchObject({
+      type: 'result',
+      result: { structuredContent: { status: 'approved', payload: { amount: 100 }, edited: false } },
+    });
+  });
+
+  it('ends a refused request as a failed task carrying the problem, and cancels a task without withdrawing the request', async () => {
+    const refused = await callAsTask(host, 'request_approval', { action: 'x', payload: { note: 'a\u0000b' }, policyKey: 'review' });
+    const failed = await refused.taskCreated;
+    expect(failed.status).toBe('failed');
+    const result = await host.experimental.tasks.getTaskResult(failed.taskId, CallToolResultSchema);
+    expect(result).toMatchObject({ isError: true, structuredContent: { error: { status: 422, code: 'validation_failed' } } });
+
+    const call = await callAsTask(host, 'request_approval', { action: 'tasked-cancel', payload: {}, policyKey: 'review' });
+    const task = await call.taskCreated;
+    await eventually(() => env.services.settlements.waiting === 1);
+    expect(await host.experimental.tasks.cancelTask(task.taskId)).toMatchObject({ status: 'cancelled' });
+    await eventually(() => env.services.settlements.waiting === 0);
+    expect(await host.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'cancelled' });
+    await call.done.catch(() => {});
+    expect(await pendingOf('tasked-cancel')).toBeDefined();
   });
 });

@@ -1,8 +1,9 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CreateTaskRequestHandlerExtra, TaskRequestHandlerExtra } from '@modelcontextprotocol/sdk/experimental/tasks';
+import type { CallToolResult, CreateTaskResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ApiError, MAX_WAIT_PER_READ_SECONDS, type ApprovalGateClient, type ApprovalView } from '@approval-gate/client';
+import type { ApprovalGateClient, ApprovalView } from '@approval-gate/client';
 import {
   APPROVAL_STATUSES,
   approvalCreateSchema,
@@ -10,6 +11,8 @@ import {
   approvalListQuerySchema,
   revisionInputSchema,
 } from '@approval-gate/client/schemas';
+import { answer, errorAnswer, outcomeOf } from './approval-outcome.js';
+import { ApprovalTaskStore } from './approval-tasks.js';
 
 /** The longest a `request_approval` call may wait for a decision, in seconds. */
 export const MAX_REQUEST_WAIT_SECONDS = 3600;
@@ -31,31 +34,15 @@ const requestApprovalInput = approvalCreateSchema.extend({
     'The parameters of the action, as a JSON object: the policy evaluates them and a reviewer may edit them.',
   ),
   context: jsonObjectArgument('context', 'Why the action is needed, for the reviewer (not evaluated by the policy).').nullish(),
-  waitSeconds: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_REQUEST_WAIT_SECONDS)
-    .default(300)
-    .meta({ description: `Seconds to wait for a decision (0 to ${MAX_REQUEST_WAIT_SECONDS}, default 300).` }),
+  waitSeconds: z.number().int().min(0).max(MAX_REQUEST_WAIT_SECONDS),
 });
 
-const getApprovalInput = z.object({
-  approvalId: approvalIdParamsSchema.shape.id,
-  waitSeconds: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_WAIT_PER_READ_SECONDS)
-    .optional()
-    .meta({ description: `Seconds (1 to ${MAX_WAIT_PER_READ_SECONDS}) to wait while it is pending; without it, answers at once.` }),
-});
+const getApprovalInput = z.object({ approvalId: approvalIdParamsSchema.shape.id });
 
 const reviseApprovalInput = z.object({
   approvalId: approvalIdParamsSchema.shape.id,
   payload: jsonObjectArgument('payload', 'The revised parameters of the action, as a JSON object: changed as the reviewer asked.'),
   note: revisionInputSchema.shape.note.meta({ description: 'What you changed and why, for the reviewer (up to 2,000 characters).' }),
-  waitSeconds: requestApprovalInput.shape.waitSeconds,
 });
 
 const query = approvalListQuerySchema.shape;
@@ -70,72 +57,22 @@ const listApprovalsInput = z.object({
   cursor: query.cursor,
 });
 
-/**
- * What an agent needs of an approval to act on it. `payload` is what to execute: set only when
- * approved, and the reviewer's edited version when they edited it. `edited` says so when the hash
- * of the payload that was asked for is known (null when it is not: reads by id).
- */
-function outcomeOf(approval: ApprovalView, askedPayloadHash: string | null = null) {
-  const approved = approval.status === 'approved';
-  const edited = askedPayloadHash === null ? null : approved && approval.payloadHash !== askedPayloadHash;
-  return {
-    approvalId: approval.id,
-    status: approval.status,
-    settled: approval.status !== 'pending',
-    verdict: approved || approval.status === 'rejected' ? approval.status : null,
-    feedback: approval.feedback,
-    ...(approval.status === 'changes_requested'
-      ? { suggestedPayload: approval.suggestedPayload ?? null, revision: approval.revision }
-      : {}),
-    payload: approved ? approval.payload : null,
-    edited,
-    decidedBy: approval.decidedBy,
-    action: approval.action,
-    policyKey: approval.policyKey,
-    expiresAt: approval.expiresAt,
-    ...(approval.escalatedFrom ? { escalatedFrom: approval.escalatedFrom } : {}),
-    ...(approval.escalatedTo ? { escalatedTo: approval.escalatedTo } : {}),
+type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Each long read of a wait is reported as progress: clients that reset their timeout on progress keep waiting. */
+function reportingProgress(extra: ToolExtra): (pending: ApprovalView) => void {
+  const progressToken = extra._meta?.progressToken;
+  let reads = 0;
+  return (pending) => {
+    reads += 1;
+    if (progressToken === undefined) return;
+    void extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken, progress: reads, message: `Waiting for a decision on ${pending.id}` },
+      })
+      .catch(() => {});
   };
-}
-
-/** One line for the model: what it may do now. */
-function instructionFor(outcome: ReturnType<typeof outcomeOf>, waitedSeconds?: number): string {
-  switch (outcome.status) {
-    case 'approved':
-      return outcome.edited
-        ? 'Approved with changes: execute the action with `payload` as given here (the reviewer edited it), not with the original.'
-        : 'Approved: execute the action with `payload`.';
-    case 'rejected':
-      return `Rejected: do not execute the action.${outcome.feedback ? ` The reviewer said: ${outcome.feedback}` : ''}`;
-    case 'changes_requested':
-      return `Changes requested: do not execute the action. The reviewer said: ${outcome.feedback}${outcome.suggestedPayload ? ' (`suggestedPayload` is the payload they would accept)' : ''}. Revise the payload as asked and call revise_approval with approvalId, the revised payload and a note on what you changed; or, if you cannot, do not execute the action.`;
-    case 'expired':
-      return 'Expired without a decision: do not execute the action.';
-    case 'escalated':
-      return 'Escalated with no one to escalate to: do not execute the action.';
-    case 'pending':
-      return `${waitedSeconds === undefined ? 'Still pending' : `No decision within ${waitedSeconds} s; still pending`}: do not execute the action yet. Call get_approval with approvalId (waitSeconds up to ${MAX_WAIT_PER_READ_SECONDS}) to learn the decision.`;
-  }
-}
-
-function answer(outcome: ReturnType<typeof outcomeOf>, waitedSeconds?: number): CallToolResult {
-  const result = { ...outcome, instruction: instructionFor(outcome, waitedSeconds) };
-  return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: result };
-}
-
-/** A refusal or failure as a tool error the model can read and act on, not a protocol error. */
-function errorAnswer(error: unknown): CallToolResult {
-  if (error instanceof ApiError) {
-    const fields = error.errors.map((field) => `\n- ${field.path}: ${field.message}`).join('');
-    return {
-      isError: true,
-      content: [{ type: 'text', text: `Approval Gate answered ${error.status} (${error.code}): ${error.detail}${fields}` }],
-      structuredContent: { error: error.problem },
-    };
-  }
-  const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message})` : '';
-  const message = error instanceof Error ? `${error.message}${cause}` : String(error);
-  return { isError: true, content: [{ type: 'text', text: `Approval Gate could not be reached: ${message}` }] };
 }
 
 async function answering(work: () => Promise<CallToolResult>): Promise<CallToolResult> {
@@ -146,38 +83,83 @@ async function answering(work: () => Promise<CallToolResult>): Promise<CallToolR
   }
 }
 
-type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
-/**
- * Each long read of a wait is reported as progress (clients that reset their timeout on progress
- * keep waiting); the hash of the payload first waited on is kept, to tell an edited approval.
- */
-function reportingProgress(extra: ToolExtra) {
-  const progressToken = extra._meta?.progressToken;
-  let reads = 0;
-  const state = {
-    askedPayloadHash: null as string | null,
-    onWait: (pending: ApprovalView) => {
-      state.askedPayloadHash ??= pending.payloadHash;
-      reads += 1;
-      if (progressToken !== undefined) {
-        void extra
-          .sendNotification({
-            method: 'notifications/progress',
-            params: { progressToken, progress: reads, message: `Waiting for a decision on ${pending.id}` },
-          })
-          .catch(() => {});
-      }
-    },
-  };
-  return state;
+export interface ApprovalGateMcpOptions {
+  /** The longest one tool call waits before it answers (pending, with how to go on), in seconds. */
+  callSeconds: number;
+  /** What tasks/get advises between polls of a task, in milliseconds. */
+  taskPollIntervalMs: number;
 }
 
-/** An MCP server whose tools ask Approval Gate, through `client`, before an agent acts. */
-export function createApprovalGateMcpServer(client: ApprovalGateClient, version: string): McpServer {
-  const server = new McpServer({ name: 'approval-gate', version });
+/**
+ * An MCP server whose tools ask Approval Gate, through `client`, before an agent acts.
+ * request_approval and revise_approval are task tools (taskSupport `optional`): a client that asks
+ * for a task gets one at once, which ends when a decision is made (see approval-tasks.ts); any
+ * other call waits at most `callSeconds` and answers the request as it is then, pending or decided.
+ */
+export function createApprovalGateMcpServer(
+  client: ApprovalGateClient,
+  version: string,
+  { callSeconds, taskPollIntervalMs }: ApprovalGateMcpOptions,
+): McpServer {
+  const tasks = new ApprovalTaskStore({ client, pollIntervalMs: taskPollIntervalMs, maxWaitSeconds: callSeconds });
+  const server = new McpServer(
+    { name: 'approval-gate', version },
+    { capabilities: { tasks: { cancel: {}, requests: { tools: { call: {} } } } }, taskStore: tasks },
+  );
+  server.server.onclose = () => tasks.close();
 
-  server.registerTool(
+  /**
+   * Goes on from an approval just created or revised: as a task the client polls, or, when the
+   * client asked for none, by waiting here (at most `callSeconds`) and answering through the task
+   * the SDK then reads back.
+   */
+  async function continueWith(
+    approval: ApprovalView | Error,
+    { waitSeconds, startedAt }: { waitSeconds: number; startedAt: number },
+    extra: CreateTaskRequestHandlerExtra,
+  ): Promise<CreateTaskResult> {
+    if (approval instanceof Error) return { task: await extra.taskStore.createTask({ context: { failure: errorAnswer(approval) } }) };
+    const task = await extra.taskStore.createTask({ pollInterval: taskPollIntervalMs, context: { approval } });
+    const onWait = reportingProgress(extra);
+    if (!tasks.isInline(task)) {
+      tasks.watch(task, approval, extra, onWait);
+      return { task };
+    }
+    // The call's time counts from its start: creating the request may have taken retries.
+    const wait = Math.max(0, Math.min(waitSeconds, callSeconds) - (Date.now() - startedAt) / 1000);
+    // A failure while waiting is answered by tasks/result, which reads the approval again.
+    await client.waitForDecision(approval, { wait, signal: extra.signal, onWait }).catch((error: unknown) => {
+      if (extra.signal.aborted) throw error;
+    });
+    return { task: { ...task, status: 'completed' } };
+  }
+
+  /** A task tool whose `start` creates or revises the approval its task then waits on. */
+  function taskTool<Args extends { waitSeconds: number }>(
+    start: (args: Args, extra: CreateTaskRequestHandlerExtra) => Promise<ApprovalView>,
+  ) {
+    return {
+      createTask: async (args: unknown, extra: CreateTaskRequestHandlerExtra) => {
+        const startedAt = Date.now();
+        const started = await start(args as Args, extra).catch((error: unknown) =>
+          error instanceof Error ? error : new Error(String(error)),
+        );
+        return continueWith(started, { waitSeconds: (args as Args).waitSeconds, startedAt }, extra);
+      },
+      getTask: async (_args: unknown, extra: TaskRequestHandlerExtra) => extra.taskStore.getTask(extra.taskId),
+      getTaskResult: async (_args: unknown, extra: TaskRequestHandlerExtra) =>
+        (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+    };
+  }
+
+  const waitSeconds = requestApprovalInput.shape.waitSeconds.default(callSeconds).meta({
+    description:
+      `Seconds to wait for a decision in this call: at most ${callSeconds} (a longer wait is cut to that); then the answer is "pending" ` +
+      'and get_approval waits on. A client that runs this tool as a task gets the task at once, and the task ends with the decision.',
+  });
+
+  const requestInput = requestApprovalInput.extend({ waitSeconds });
+  server.experimental.tasks.registerToolTask(
     'request_approval',
     {
       title: 'Request approval',
@@ -185,23 +167,19 @@ export function createApprovalGateMcpServer(client: ApprovalGateClient, version:
         'Ask before acting: creates an approval request for an action and waits until a policy or a human decides it, or waitSeconds pass. ' +
         'Execute the action only when status is "approved", and then with the returned payload (a reviewer may have edited it). ' +
         'A rejection carries the reviewer’s feedback. A reviewer may instead ask for changes (status "changes_requested", with feedback and ' +
-        'perhaps a suggestedPayload): then revise the payload and call revise_approval. If the answer is still pending, call get_approval later with approvalId.',
-      inputSchema: requestApprovalInput,
+        'perhaps a suggestedPayload): then revise the payload and call revise_approval. If the answer is still pending, call get_approval with ' +
+        'approvalId and waitSeconds, as often as needed.',
+      inputSchema: requestInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      execution: { taskSupport: 'optional' },
     },
-    ({ waitSeconds, ...input }, extra) =>
-      answering(async () => {
-        const progress = reportingProgress(extra);
-        const approval = await client.requestApproval(input as z.input<typeof approvalCreateSchema>, {
-          wait: waitSeconds,
-          signal: extra.signal,
-          onWait: progress.onWait,
-        });
-        return answer(outcomeOf(approval, progress.askedPayloadHash ?? approval.payloadHash), waitSeconds);
-      }),
+    taskTool<z.output<typeof requestInput>>(({ waitSeconds: _wait, ...input }, extra) =>
+      client.requestApproval(input as z.input<typeof approvalCreateSchema>, { wait: 0, signal: extra.signal }),
+    ),
   );
 
-  server.registerTool(
+  const reviseInput = reviseApprovalInput.extend({ waitSeconds });
+  server.experimental.tasks.registerToolTask(
     'revise_approval',
     {
       title: 'Revise approval',
@@ -209,32 +187,39 @@ export function createApprovalGateMcpServer(client: ApprovalGateClient, version:
         'Answers a request for changes: sends the revised payload for the same approval request, which goes to the reviewers again ' +
         '(or is decided at once by the policy), and waits like request_approval. Only for a request whose status is "changes_requested". ' +
         'Execute the action only when status is "approved", and then with the returned payload.',
-      inputSchema: reviseApprovalInput,
+      inputSchema: reviseInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      execution: { taskSupport: 'optional' },
     },
-    ({ approvalId, payload, note, waitSeconds }, extra) =>
-      answering(async () => {
-        const progress = reportingProgress(extra);
-        const revised = await client.revise(approvalId, {
-          payload: payload as Record<string, unknown>,
-          ...(note ? { note } : {}),
-          signal: extra.signal,
-        });
-        const approval = await client.waitForDecision(revised, { wait: waitSeconds, signal: extra.signal, onWait: progress.onWait });
-        return answer(outcomeOf(approval, revised.payloadHash), waitSeconds);
-      }),
+    taskTool<z.output<typeof reviseInput>>(({ approvalId, payload, note }, extra) =>
+      client.revise(approvalId, { payload: payload as Record<string, unknown>, ...(note ? { note } : {}), signal: extra.signal }),
+    ),
   );
 
   server.registerTool(
     'get_approval',
     {
       title: 'Get approval',
-      description: 'Reads an approval request by id: its status, verdict, feedback and, when approved, the payload to execute.',
-      inputSchema: getApprovalInput,
+      description:
+        'Reads an approval request by id: its status, verdict, feedback and, when approved, the payload to execute. With waitSeconds, ' +
+        'waits that long at most for a pending request to be decided (following an escalation to its successor).',
+      inputSchema: getApprovalInput.extend({
+        waitSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(callSeconds)
+          .optional()
+          .meta({ description: `Seconds (1 to ${callSeconds}) to wait while it is pending; without it, answers at once.` }),
+      }),
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    ({ approvalId, waitSeconds }, extra) =>
-      answering(async () => answer(outcomeOf(await client.getApproval(approvalId, { wait: waitSeconds, signal: extra.signal })))),
+    ({ approvalId, waitSeconds: wait }, extra) =>
+      answering(async () => {
+        const approval = await client.getApproval(approvalId, { signal: extra.signal });
+        const decided = await client.waitForDecision(approval, { wait: wait ?? 0, signal: extra.signal, onWait: reportingProgress(extra) });
+        return answer(decided, callSeconds);
+      }),
   );
 
   server.registerTool(

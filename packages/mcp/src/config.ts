@@ -5,6 +5,22 @@ const mcpEnvironmentSchema = z.object({
   APPROVAL_GATE_URL: z.url({ protocol: /^https?$/, error: 'APPROVAL_GATE_URL must be a URL with http or https' }),
   /** Needs `approvals:write` and `approvals:read`. */
   APPROVAL_GATE_API_KEY: z.string({ error: 'APPROVAL_GATE_API_KEY is required' }).min(1),
+  /**
+   * The longest one tool call waits for a decision before it answers "pending": under the 60 s
+   * after which several MCP clients give up on a call. Tasks are not bound by it.
+   */
+  APPROVAL_GATE_MCP_CALL_SECONDS: z.coerce
+    .number({ error: 'APPROVAL_GATE_MCP_CALL_SECONDS must be a whole number of seconds from 1 to 3600' })
+    .int()
+    .min(1)
+    .max(3600)
+    .default(50),
+  /** What tasks/get advises a client between two polls of a task. */
+  APPROVAL_GATE_MCP_TASK_POLL_MS: z.coerce
+    .number({ error: 'APPROVAL_GATE_MCP_TASK_POLL_MS must be a whole number of milliseconds' })
+    .int()
+    .positive()
+    .default(1_000),
 });
 
 export type McpConfig = z.output<typeof mcpEnvironmentSchema>;

@@ -26,6 +26,11 @@ const client = createApprovalGateClient({
       console.error(`approval-gate-mcp: attempt ${attempt} failed (${reason}); retrying in ${delayMs} ms`),
   },
 });
-const server = createApprovalGateMcpServer(client, version);
+const server = createApprovalGateMcpServer(client, version, {
+  callSeconds: config.APPROVAL_GATE_MCP_CALL_SECONDS,
+  taskPollIntervalMs: config.APPROVAL_GATE_MCP_TASK_POLL_MS,
+});
 await server.connect(new StdioServerTransport());
+// The host closing stdin ends the session: stop the background waits of its tasks, so the process exits.
+process.stdin.once('end', () => void server.close());
 console.error(`approval-gate-mcp ${version}: serving ${config.APPROVAL_GATE_URL} over stdio`);

@@ -1,0 +1,48 @@
+"""The shapes the API answers with, as the API spells them (camelCase keys); see docs/api.md."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, TypedDict
+
+ApprovalStatus = Literal["pending", "approved", "rejected", "changes_requested", "expired", "escalated"]
+
+
+class Revision(TypedDict):
+    revision: int
+    payloadHash: str
+    note: Optional[str]
+    feedback: Optional[str]
+    requestedBy: Optional[dict[str, Any]]
+    at: str
+
+
+class Approval(TypedDict, total=False):
+    """An approval request (``ApprovalRequestView`` in the API reference)."""
+
+    id: str
+    status: ApprovalStatus
+    action: str
+    #: What to execute when approved: the reviewer's version if they edited it.
+    payload: dict[str, Any]
+    context: dict[str, Any]
+    createdAt: str
+    expiresAt: Optional[str]
+    feedback: Optional[str]
+    escalatedTo: str
+    escalatedFrom: str
+    agent: Optional[str]
+    policyKey: str
+    payloadHash: str
+    decidedBy: Optional[dict[str, Any]]
+    decidedAt: Optional[str]
+    quorum: int
+    votes: list[dict[str, Any]]
+    onBehalfOf: Optional[str]
+    revision: int
+    revisions: list[Revision]
+    suggestedPayload: Optional[dict[str, Any]]
+
+
+class ApprovalList(TypedDict):
+    approvals: list[Approval]
+    nextCursor: Optional[str]
