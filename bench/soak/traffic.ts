@@ -36,8 +36,19 @@ const RETRY_PAUSE_MS = 500;
 /** How long a pending approval is left to its long-polls before a reviewer decides it. */
 const DECISION_DELAY_MS = 2_000;
 
+/** A long-poll that was answered: on which approval, when it went out and came back, and the status it got. */
+export interface LongPoll {
+  id: string;
+  sentAt: number;
+  answeredAt: number;
+  status: string | undefined;
+}
+
 export class Traffic {
   readonly statuses = new Map<Operation, Map<string, number>>();
+  readonly longPolls: LongPoll[] = [];
+  /** Every 5xx answer, with when it came. */
+  readonly serverErrors: { operation: Operation; at: number; status: number }[] = [];
   readonly acknowledged: Acknowledged = { created: new Map(), decided: new Map() };
   /** Requests given up on after every retry failed. */
   abandoned = 0;
@@ -70,6 +81,7 @@ export class Traffic {
     try {
       const response = await requestJson(request);
       this.count(operation, String(response.status));
+      if (response.status >= 500) this.serverErrors.push({ operation, at: Date.now(), status: response.status });
       return response;
     } catch (error) {
       // No answer: the connection was refused or reset, or the answer took longer than the timeout.
@@ -155,7 +167,11 @@ export class Traffic {
         continue;
       }
       const { port, key } = this.options;
+      const sentAt = Date.now();
       const response = await this.send('long-poll', { port, method: 'GET', path: `/v1/approvals/${id}?wait=5`, key, timeoutMs: 20_000 });
+      if (response?.status === 200) {
+        this.longPolls.push({ id, sentAt, answeredAt: Date.now(), status: (response.body as { status?: string }).status });
+      }
       if (!response || response.status >= 500) await sleep(RETRY_PAUSE_MS);
     }
   }
