@@ -12,7 +12,7 @@ import {
   revisionInputSchema,
 } from '../modules/approvals/approval-schemas.js';
 import { answer, errorAnswer, outcomeOf } from './approval-outcome.js';
-import { ApprovalTaskStore } from './approval-tasks.js';
+import { ApprovalTaskStore, type TaskContext } from './approval-tasks.js';
 
 /** The longest a `request_approval` call may wait for a decision, in seconds. */
 export const MAX_REQUEST_WAIT_SECONDS = 3600;
@@ -118,8 +118,9 @@ export function createApprovalGateMcpServer(
     { waitSeconds, startedAt }: { waitSeconds: number; startedAt: number },
     extra: CreateTaskRequestHandlerExtra,
   ): Promise<CreateTaskResult> {
-    if (approval instanceof Error) return { task: await extra.taskStore.createTask({ context: { failure: errorAnswer(approval) } }) };
-    const task = await extra.taskStore.createTask({ pollInterval: taskPollIntervalMs, context: { approval } });
+    if (approval instanceof Error)
+      return { task: await extra.taskStore.createTask({ context: { failure: errorAnswer(approval) } satisfies TaskContext }) };
+    const task = await extra.taskStore.createTask({ pollInterval: taskPollIntervalMs, context: { approval } satisfies TaskContext });
     const onWait = reportingProgress(extra);
     if (!tasks.isInline(task)) {
       tasks.watch(task, approval, extra, onWait);
