@@ -12,7 +12,7 @@ import {
   revisionInputSchema,
 } from '@approval-gate/client/schemas';
 import { answer, errorAnswer, outcomeOf } from './approval-outcome.js';
-import { ApprovalTaskStore } from './approval-tasks.js';
+import { ApprovalTaskStore, type TaskContext } from './approval-tasks.js';
 
 /** The longest a `request_approval` call may wait for a decision, in seconds. */
 export const MAX_REQUEST_WAIT_SECONDS = 3600;
@@ -59,17 +59,17 @@ const listApprovalsInput = z.object({
 
 type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** Each long read of a wait is reported as progress: clients that reset their timeout on progress keep waiting. */
+/** Progress once the request exists and before each long read: clients that reset their timeout on progress keep waiting. */
 function reportingProgress(extra: ToolExtra): (pending: ApprovalView) => void {
   const progressToken = extra._meta?.progressToken;
-  let reads = 0;
+  let reports = 0;
   return (pending) => {
-    reads += 1;
+    reports += 1;
     if (progressToken === undefined) return;
     void extra
       .sendNotification({
         method: 'notifications/progress',
-        params: { progressToken, progress: reads, message: `Waiting for a decision on ${pending.id}` },
+        params: { progressToken, progress: reports, message: `Waiting for a decision on ${pending.id}` },
       })
       .catch(() => {});
   };
@@ -118,9 +118,12 @@ export function createApprovalGateMcpServer(
     { waitSeconds, startedAt }: { waitSeconds: number; startedAt: number },
     extra: CreateTaskRequestHandlerExtra,
   ): Promise<CreateTaskResult> {
-    if (approval instanceof Error) return { task: await extra.taskStore.createTask({ context: { failure: errorAnswer(approval) } }) };
-    const task = await extra.taskStore.createTask({ pollInterval: taskPollIntervalMs, context: { approval } });
+    if (approval instanceof Error)
+      return { task: await extra.taskStore.createTask({ context: { failure: errorAnswer(approval) } satisfies TaskContext }) };
+    const task = await extra.taskStore.createTask({ pollInterval: taskPollIntervalMs, context: { approval } satisfies TaskContext });
     const onWait = reportingProgress(extra);
+    // Told at once, so a host learns the request exists (and resets its timeout) before any wait.
+    onWait(approval);
     if (!tasks.isInline(task)) {
       tasks.watch(task, approval, extra, onWait);
       return { task };
