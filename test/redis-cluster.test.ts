@@ -24,6 +24,9 @@ beforeAll(async () => {
     WEBHOOK_BACKOFF_SCALE: '0.001',
     OUTBOX_POLL_INTERVAL_MS: '200',
     SIGN_IN_ATTEMPTS_PER_ADDRESS: '3',
+    // A loaded machine must not turn a slow connection into a 503: this test is about Redis.
+    DATABASE_CONNECT_TIMEOUT_MS: '10000',
+    DATABASE_QUERY_TIMEOUT_MS: '15000',
   });
   cleanups.push(() => env.close());
   receiver = await startReceiver();
