@@ -101,7 +101,7 @@ runBenchmark('bench:read-replica', 30 * 60_000, async (cleanup) => {
       },
       port: PORT,
       isReady: async () => (await requestJson({ port: PORT, method: 'GET', path: '/readyz' }).catch(() => ({ status: 0 }))).status === 200,
-      readyTimeoutMs: 60_000,
+      readyTimeoutMs: 180_000,
     });
     try {
       if (Object.keys(samples).length === 0) {

@@ -25,12 +25,13 @@ beforeAll(async () => {
     DATABASE_URL: pair.primaryUrl(DATABASE),
     DATABASE_READ_URL: pair.replicaUrl(DATABASE),
     DATABASE_READ_MAX_LAG_MS: String(MAX_LAG_MS),
+    DATABASE_CONNECT_TIMEOUT_MS: '10000',
   });
   cleanups.push(() => env.close());
   org = await env.createOrg();
   other = await env.createKey(org.orgId, SCOPES);
   await org.request('put', '/v1/policies/review').send({ timeoutSeconds: 3600 }).expect(200);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await withTimeout(cleanup(), 15_000, 'cleanup').catch(() => {});

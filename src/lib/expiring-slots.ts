@@ -1,3 +1,4 @@
+/// <reference path="../types/cluster-key-slot.d.ts" />
 import calculateSlot from 'cluster-key-slot';
 import type { Result } from 'ioredis';
 import type { RedisClient } from './redis.js';
