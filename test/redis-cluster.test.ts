@@ -29,6 +29,8 @@ beforeAll(async () => {
     DATABASE_QUERY_TIMEOUT_MS: '15000',
   });
   cleanups.push(() => env.close());
+  // Commands fail fast until the client has the cluster's slot map (as they do while one server is away).
+  await eventually(() => env.services.redis.status === 'ready', 30_000);
   receiver = await startReceiver();
   cleanups.push(() => receiver.close());
   org = await env.createOrg();
