@@ -29,6 +29,8 @@ beforeAll(async () => {
     DATABASE_QUERY_TIMEOUT_MS: '15000',
   });
   cleanups.push(() => env.close());
+  // Commands fail fast until the client has the cluster's slot map (as they do while one server is away).
+  await eventually(() => env.services.redis.status === 'ready', 30_000);
   receiver = await startReceiver();
   cleanups.push(() => receiver.close());
   org = await env.createOrg();
@@ -80,6 +82,7 @@ describe('REDIS_URL naming a cluster', () => {
 
   it('shares the attempt limiter across web processes', async () => {
     const peer = await env.createPeer();
+    await eventually(() => peer.services.redis.status === 'ready', 30_000);
     const attempt = (http: typeof env.http) =>
       http.post('/v1/session').set('origin', env.config.PUBLIC_URL).send({ email: 'nobody@example.com', password: 'wrong-password' });
     const answers = [];
@@ -90,6 +93,7 @@ describe('REDIS_URL naming a cluster', () => {
 
   it('loses nothing across a failover of a master during traffic: decisions, long-polls, expiry, webhooks and the live feed', async () => {
     const peer = await env.createPeer();
+    await eventually(() => peer.services.redis.status === 'ready', 30_000);
     const worker = await startWorkerRuntime(env.services, WORKER_ROLES);
     cleanups.push(() => worker.stop());
     const feed = await openStream(peer.baseUrl, { authorization: `Bearer ${org.key}` });
