@@ -94,16 +94,22 @@ async function cloneToFirstRequest(env: Record<string, string>): Promise<CloneSt
     log(`installed in ${round(steps.installMs / 1000)} s; npm run dev`);
     const dev = timed('npm', ['run', 'dev'], env, (output) => output.includes('export AG='), { cwd: clone, keep: true });
     try {
-      steps.devMs = await dev;
-      log(`npm run dev printed its banner in ${round(steps.devMs / 1000)} s`);
-      const agentKey = /AGENT_KEY=(\S+)/.exec(dev.output!())![1]!;
       const started = performance.now();
+      log(`npm run dev printed its banner in ${round((await dev) / 1000)} s; waiting for its web process`);
+      // The banner comes before the web process listens: the step ends when it answers.
+      while ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`).catch(() => null))?.status !== 200) {
+        if (performance.now() - started > 120_000) throw new Error('the web process of npm run dev did not answer within 120 s');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      steps.devMs = (await dev) + (performance.now() - started);
+      const agentKey = /AGENT_KEY=(\S+)/.exec(dev.output!())![1]!;
+      const sent = performance.now();
       const response = await fetch(`http://127.0.0.1:${env.PORT}/v1/approvals`, {
         method: 'POST',
         headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ action: 'refund', payload: { amount: 40 }, policyKey: 'refunds', agent: 'support-bot' }),
       });
-      steps.firstRequestMs = performance.now() - started;
+      steps.firstRequestMs = performance.now() - sent;
       if (response.status !== 200) throw new Error(`the first request answered ${response.status}: ${await response.text()}`);
     } finally {
       dev.stop!();

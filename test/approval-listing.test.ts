@@ -139,11 +139,7 @@ describe('GET /v1/approvals', () => {
         .expect(201)
     ).body as { key: { id: string }; secret: string };
     const create = (key: string, action: string) =>
-      env.http
-        .post('/v1/approvals')
-        .set('authorization', `Bearer ${key}`)
-        .send({ action, payload: {}, policyKey: 'review' })
-        .expect(201);
+      env.http.post('/v1/approvals').set('authorization', `Bearer ${key}`).send({ action, payload: {}, policyKey: 'review' }).expect(201);
     const byNamed = (await create(named.secret, 'by-named-key')).body as View;
     const byUnnamed = (await create(service.key, 'by-unnamed-key')).body as View;
 

@@ -52,8 +52,13 @@ if (window.location.pathname.replace(/\/+$/, '') === CONSOLE_BASE) {
   early.page.catch(() => undefined);
 }
 
+/**
+ * A refused early page is asked for again: it may have been sent signed out, before the sign-in
+ * that opened this inbox.
+ */
 export function firstInboxPage(scope: InboxScope): Promise<ApprovalList> {
   const taken = early;
   early = null;
-  return taken && taken.scope === scope ? taken.page : api.approvals.list(inboxQuery(scope));
+  const ask = () => api.approvals.list(inboxQuery(scope));
+  return taken && taken.scope === scope ? taken.page.catch(ask) : ask();
 }
