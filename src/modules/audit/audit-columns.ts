@@ -37,6 +37,8 @@ export const AUDIT_CHECKPOINT_COLUMNS = {
   createdAt: 'created_at',
   keyId: 'key_id',
   signature: 'signature',
+  rootHash: 'root_hash',
+  note: 'note',
 } as const satisfies ColumnMap<AuditCheckpoint>;
 
 export const AUDIT_SIGNING_KEY_COLUMNS = {
