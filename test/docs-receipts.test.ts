@@ -47,7 +47,8 @@ async function approve(payload: Record<string, unknown>) {
 
 describe('docs/receipts.md', () => {
   it('the executor runs the approved payload, in any key order, and refuses any other', async () => {
-    const executor = path.join(directory, 'executor.ts');
+    // .mts: ESM, as executor.mjs is, so that the client's ESM-only dependencies load.
+    const executor = path.join(directory, 'executor.mts');
     await writeFile(executor, (await block('js', 'executor.mjs')).replace(`'approval-gate/client'`, JSON.stringify(CLIENT)));
     const approval = await save('approval.json', await approve({ amount: 50, currency: 'EUR' }));
     const keys = await save('keys.json', (await env.http.get('/v1/audit/keys').expect(200)).body);
