@@ -16,7 +16,9 @@ const CLIENT = path.resolve(import.meta.dirname, '../src/client/index.ts');
 
 async function block(language: string, file: string): Promise<string> {
   const markdown = await readFile(DOC, 'utf8');
-  const found = [...markdown.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].find(([, lang, code]) => lang === language && code!.split('\n')[0]!.includes(file));
+  const found = [...markdown.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].find(
+    ([, lang, code]) => lang === language && code!.split('\n')[0]!.includes(file),
+  );
   if (!found) throw new Error(`docs/receipts.md has no ${language} block starting with ${file}`);
   return found[2]!;
 }
@@ -88,7 +90,9 @@ describe('docs/receipts.md', () => {
       });
     const passed = check();
     expect(passed.stderr).toBe('');
-    expect(passed.stdout).toMatch(new RegExp(`grew from ${old!.seq} to ${fresh!.seq} events; approval ${approval.id} approved at seq ${seq} is in it`));
+    expect(passed.stdout).toMatch(
+      new RegExp(`grew from ${old!.seq} to ${fresh!.seq} events; approval ${approval.id} approved at seq ${seq} is in it`),
+    );
 
     const rewritten = check(await save('forged-consistency.json', { hashes: ['00'.repeat(32)] }));
     expect(rewritten.status).not.toBe(0);

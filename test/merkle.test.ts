@@ -144,7 +144,10 @@ interface ConsistencyCase {
 }
 
 /** The Python verifier's answers (clients/python/approval_gate/receipts.py), one per case. */
-async function pythonVerdicts(inclusion: InclusionCase[], consistency: ConsistencyCase[]): Promise<{ inclusion: boolean[]; consistency: boolean[] }> {
+async function pythonVerdicts(
+  inclusion: InclusionCase[],
+  consistency: ConsistencyCase[],
+): Promise<{ inclusion: boolean[]; consistency: boolean[] }> {
   const directory = await mkdtemp(path.join(tmpdir(), 'ag-merkle-'));
   const file = path.join(directory, 'cases.json');
   await writeFile(file, JSON.stringify({ inclusion, consistency }));
@@ -165,14 +168,18 @@ print(json.dumps({
 }
 
 /** A proof with one hash flipped: every verifier must refuse it. */
-const tampered = (proof: string[]) => (proof.length === 0 ? ['00'.repeat(32)] : [proof[0]!.replace(/^./, (c) => (c === '0' ? '1' : '0')), ...proof.slice(1)]);
+const tampered = (proof: string[]) =>
+  proof.length === 0 ? ['00'.repeat(32)] : [proof[0]!.replace(/^./, (c) => (c === '0' ? '1' : '0')), ...proof.slice(1)];
 
 describe('the audit log as an RFC 6962 Merkle tree', () => {
   it('proves the first, a middle and the last event of trees of 1, 2, 3, 7, 8 and 1,000,001 events as RFC 6962 does', async () => {
     const inclusion: InclusionCase[] = [];
     for (const size of [1, 2, 3, 7, 8, 1_000_001]) {
       const indexes = [...new Set([0, Math.floor(size / 2), size - 1])];
-      const log = new SyntheticLog(size, size > 4096 ? [...indexes, 1, 77, 65_536, 524_287, 999_998] : Array.from({ length: size }, (_, i) => i));
+      const log = new SyntheticLog(
+        size,
+        size > 4096 ? [...indexes, 1, 77, 65_536, 524_287, 999_998] : Array.from({ length: size }, (_, i) => i),
+      );
       const reference = new Rfc6962(log);
       const plans = indexes.map((index) => ({ index, ranges: inclusionRanges(index, size) }));
       const { nodes, root: built } = storedNodes(log, nodesFor([...plans.flatMap(({ ranges }) => ranges), { start: 0, end: size }]));
@@ -184,7 +191,13 @@ describe('the audit log as an RFC 6962 Merkle tree', () => {
         expect(hex(proof), `leaf ${index} of ${size}`).toEqual(hex(reference.path(index, 0, size)));
         expect(rootFromInclusion(index, size, leafHash(log.event(index)), proof)?.equals(root)).toBe(true);
         expect(proof.length).toBeLessThanOrEqual(Math.ceil(Math.log2(size)));
-        inclusion.push({ eventHash: log.event(index).toString('hex'), leafIndex: index, treeSize: size, proof: hex(proof), root: root.toString('hex') });
+        inclusion.push({
+          eventHash: log.event(index).toString('hex'),
+          leafIndex: index,
+          treeSize: size,
+          proof: hex(proof),
+          root: root.toString('hex'),
+        });
       }
     }
     const refused = inclusion.map((c) => ({ ...c, proof: tampered(c.proof) }));
@@ -199,10 +212,16 @@ describe('the audit log as an RFC 6962 Merkle tree', () => {
       [1, 3, 8, 1000, 65_536, 1_000_000, 1_000_001],
     ]) {
       const last = sizes[sizes.length - 1]!;
-      const log = new SyntheticLog(last, last > 4096 ? [0, 2, 7, 999, 65_535, 65_536, 999_999, 1_000_000] : Array.from({ length: last }, (_, i) => i));
+      const log = new SyntheticLog(
+        last,
+        last > 4096 ? [0, 2, 7, 999, 65_535, 65_536, 999_999, 1_000_000] : Array.from({ length: last }, (_, i) => i),
+      );
       const reference = new Rfc6962(log);
       const pairs = sizes.flatMap((m) => sizes.filter((n) => n >= m).map((n) => ({ m, n, ranges: consistencyRanges(m, n) })));
-      const { nodes } = storedNodes(log, nodesFor([...pairs.flatMap(({ ranges }) => ranges), ...sizes.map((size): ProofRange => ({ start: 0, end: size }))]));
+      const { nodes } = storedNodes(
+        log,
+        nodesFor([...pairs.flatMap(({ ranges }) => ranges), ...sizes.map((size): ProofRange => ({ start: 0, end: size }))]),
+      );
       const roots = new Map(sizes.map((size) => [size, rangeHashes([{ start: 0, end: size }], nodes)[0]!]));
       for (const size of sizes) expect(roots.get(size)!.equals(reference.mth(0, size))).toBe(true);
 
@@ -216,7 +235,15 @@ describe('the audit log as an RFC 6962 Merkle tree', () => {
       const altered = growing.map((c) => ({ ...c, proof: tampered(c.proof) }));
       const forked = growing.map((c) => ({ ...c, root2: createHash('sha256').update('a fork').digest('hex') }));
       for (const c of [...altered, ...forked])
-        expect(verifyConsistency(c.size1, c.size2, Buffer.from(c.root1, 'hex'), Buffer.from(c.root2, 'hex'), c.proof.map((h) => Buffer.from(h, 'hex')))).toBe(false);
+        expect(
+          verifyConsistency(
+            c.size1,
+            c.size2,
+            Buffer.from(c.root1, 'hex'),
+            Buffer.from(c.root2, 'hex'),
+            c.proof.map((h) => Buffer.from(h, 'hex')),
+          ),
+        ).toBe(false);
       const python = await pythonVerdicts([], [...cases, ...altered, ...forked]);
       expect(python.consistency).toEqual([...cases.map(() => true), ...altered.map(() => false), ...forked.map(() => false)]);
     }

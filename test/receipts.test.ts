@@ -36,7 +36,10 @@ beforeAll(async () => {
   worker = await startWorkerRuntime(env.services, ['approval-expiry', 'outbox-relay', 'webhook-delivery']);
   org = await env.createOrg();
   await org.request('put', '/v1/policies/review').send({}).expect(200);
-  await org.request('put', '/v1/policies/allow').send({ rules: [{ when: 'true', outcome: 'allow' }] }).expect(200);
+  await org
+    .request('put', '/v1/policies/allow')
+    .send({ rules: [{ when: 'true', outcome: 'allow' }] })
+    .expect(200);
   await org.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
   await org.request('put', '/v1/policies/hand-over').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'review' }).expect(200);
   await org
@@ -155,7 +158,10 @@ describe('decision receipts', () => {
     await decide(first.id, { verdict: 'changes_requested', feedback: 'halve it' });
     const before = await receiptOf(first.id);
     const revised = (
-      await org.request('post', `/v1/approvals/${first.id}/revisions`).send({ payload: { amount: 25, currency: 'EUR' } }).expect(201)
+      await org
+        .request('post', `/v1/approvals/${first.id}/revisions`)
+        .send({ payload: { amount: 25, currency: 'EUR' } })
+        .expect(201)
     ).body as View;
     expect(revised.receipt).toBeNull();
     await org.request('get', `/v1/approvals/${first.id}/receipt`).expect(404);
@@ -214,10 +220,12 @@ describe('decision receipts', () => {
     await decide(rejected.id, { verdict: 'rejected', feedback: 'no' });
     const refusal = await receiptOf(rejected.id);
     expect(verifyReceipt(refusal.receipt, refusal.signature, keys)).toBe(true);
-    expect(() => assertApproved({ amount: 50, currency: 'EUR' }, refusal.receipt, refusal.signature, keys)).toThrow(/rejected, not approved/);
-    expect(() => assertApproved({ amount: 50, currency: 'EUR' }, { ...refusal.receipt, status: 'approved' }, refusal.signature, keys)).toThrow(
-      /signature/,
+    expect(() => assertApproved({ amount: 50, currency: 'EUR' }, refusal.receipt, refusal.signature, keys)).toThrow(
+      /rejected, not approved/,
     );
+    expect(() =>
+      assertApproved({ amount: 50, currency: 'EUR' }, { ...refusal.receipt, status: 'approved' }, refusal.signature, keys),
+    ).toThrow(/signature/);
   }, 60_000);
 
   it('requestApproval returns the receipt checked against the published keys, and throws on one altered in transit', async () => {
@@ -239,7 +247,9 @@ describe('decision receipts', () => {
       return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
     };
     const fooled = createApprovalGateClient({ baseUrl: env.baseUrl, apiKey: org.key, fetch: tampering });
-    await expect(fooled.requestApproval({ action: 'refund', payload: { amount: 1 }, policyKey: 'allow' }, { wait: 5 })).rejects.toThrow(ReceiptError);
+    await expect(fooled.requestApproval({ action: 'refund', payload: { amount: 1 }, policyKey: 'allow' }, { wait: 5 })).rejects.toThrow(
+      ReceiptError,
+    );
   });
 });
 
@@ -270,7 +280,11 @@ describe('the audit log as a transparency log', () => {
       expect(checkpoint.treeSize).toBe(checkpoint.seq);
       expect(checkpoint.rootHash).toBe(rootOf(hashes.slice(0, checkpoint.seq)).toString('hex'));
       const opened = openCheckpointNote(checkpoint.note!, keys[0]!.publicKey);
-      expect(opened).toEqual({ origin: `${new URL(env.config.PUBLIC_URL).host}/${org.orgId}`, treeSize: checkpoint.seq, rootHash: checkpoint.rootHash });
+      expect(opened).toEqual({
+        origin: `${new URL(env.config.PUBLIC_URL).host}/${org.orgId}`,
+        treeSize: checkpoint.seq,
+        rootHash: checkpoint.rootHash,
+      });
       expect(checkpoint.note).toMatch(/^[^\n]+\/[0-9a-f-]{36}\n\d+\n[A-Za-z0-9+/=]{44}\n\n— \S+ [A-Za-z0-9+/=]{92}\n$/);
     }
 
@@ -287,7 +301,13 @@ describe('the audit log as a transparency log', () => {
     const inclusion = (await org.request('get', `/v1/audit/proofs/inclusion?seq=${receiptSeq}&treeSize=${size}`).expect(200)).body;
     const consistency = (await org.request('get', `/v1/audit/proofs/consistency?from=${first!.seq}&to=${size}`).expect(200)).body;
     expect(
-      verifyConsistency(first!.seq, size, Buffer.from(first!.rootHash!, 'hex'), root, (consistency.hashes as string[]).map((h) => Buffer.from(h, 'hex'))),
+      verifyConsistency(
+        first!.seq,
+        size,
+        Buffer.from(first!.rootHash!, 'hex'),
+        root,
+        (consistency.hashes as string[]).map((h) => Buffer.from(h, 'hex')),
+      ),
     ).toBe(true);
 
     const script = `
@@ -335,7 +355,10 @@ print(json.dumps([
     for (const [url, field] of problems) {
       const response = await org.request('get', url).expect(422);
       expect(response.headers['content-type']).toMatch(/application\/problem\+json/);
-      expect(response.body.errors.map((error: { path: string }) => error.path), url).toContain(field);
+      expect(
+        response.body.errors.map((error: { path: string }) => error.path),
+        url,
+      ).toContain(field);
     }
     await env.http.get('/v1/audit/proofs/inclusion?seq=1&treeSize=1').expect(401);
     const reader = await env.createKey(org.orgId, ['approvals:read']);
@@ -346,8 +369,12 @@ print(json.dumps([
 
   it('grows the tree by catching up, once, under concurrent callers', async () => {
     const fresh = await env.createOrg();
-    await fresh.request('put', '/v1/policies/allow').send({ rules: [{ when: 'true', outcome: 'allow' }] }).expect(200);
-    for (let i = 0; i < 12; i++) await fresh.request('post', '/v1/approvals').send({ action: 'x', payload: { i }, policyKey: 'allow' }).expect(200);
+    await fresh
+      .request('put', '/v1/policies/allow')
+      .send({ rules: [{ when: 'true', outcome: 'allow' }] })
+      .expect(200);
+    for (let i = 0; i < 12; i++)
+      await fresh.request('post', '/v1/approvals').send({ action: 'x', payload: { i }, policyKey: 'allow' }).expect(200);
     const head = (await readChain(env.services.db, fresh.orgId)).length;
     const sizes = await Promise.all(Array.from({ length: 8 }, () => env.services.auditTree.catchUp(fresh.orgId)));
     expect(sizes).toEqual(sizes.map(() => head));
@@ -362,4 +389,3 @@ print(json.dumps([
     expect(root.equals(rootOf((await readChain(env.services.db, fresh.orgId)).map((event) => event.hash)))).toBe(true);
   });
 });
-

@@ -212,7 +212,11 @@ const USAGE =
 
 /** The signed receipt in a file: the receipt endpoint's body, an approval view, or a webhook. */
 function receiptIn(document: unknown): SignedReceipt {
-  const candidates = [document, (document as { receipt?: unknown })?.receipt, (document as { data?: { receipt?: unknown } })?.data?.receipt];
+  const candidates = [
+    document,
+    (document as { receipt?: unknown })?.receipt,
+    (document as { data?: { receipt?: unknown } })?.data?.receipt,
+  ];
   const found = candidates.find(
     (candidate): candidate is SignedReceipt =>
       typeof candidate === 'object' && candidate !== null && 'receipt' in candidate && 'signature' in candidate,
@@ -238,7 +242,9 @@ async function verifyReceiptFile(file: string, keys: PublishedKey[], payloadFile
     return 1;
   }
   const bound = payloadFile === undefined ? '' : ', and it approved this payload';
-  console.log(`valid: receipt of approval ${receipt.approvalId} revision ${receipt.revision}, ${receipt.status}, seq ${receipt.seq}, key ${receipt.keyId}${bound}`);
+  console.log(
+    `valid: receipt of approval ${receipt.approvalId} revision ${receipt.revision}, ${receipt.status}, seq ${receipt.seq}, key ${receipt.keyId}${bound}`,
+  );
   return 0;
 }
 

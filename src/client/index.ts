@@ -124,7 +124,8 @@ export function createApprovalGateClient({
     const { receipt, signature } = approval.receipt;
     if (receipt.approvalId !== approval.id || receipt.status !== approval.status || receipt.payloadHash !== approval.payloadHash)
       throw new ReceiptError('the receipt is not the settlement of this request as read');
-    if (!verifyReceipt(receipt, signature, await retrying.audit.keys())) throw new ReceiptError('its signature does not verify against the published keys');
+    if (!verifyReceipt(receipt, signature, await retrying.audit.keys()))
+      throw new ReceiptError('its signature does not verify against the published keys');
     return approval;
   }
 

@@ -154,7 +154,11 @@ export const receiptSchema = z
     decidedBy: deciderSchema.nullable(),
     decidedAt: z.iso.datetime().nullable(),
     policyKey: z.string(),
-    policyVersion: z.number().int().nullable().meta({ description: 'The policy version the approval was evaluated under; null when not recorded.' }),
+    policyVersion: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The policy version the approval was evaluated under; null when not recorded.' }),
     seq: z.number().int().meta({ description: "The audit event that settled it, in the organization's log." }),
     keyId: z.string().meta({ description: 'The signing key, as GET /v1/audit/keys lists it.' }),
   })

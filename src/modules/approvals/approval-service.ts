@@ -218,7 +218,10 @@ export class ApprovalService {
     this.announceCreation(creation);
     // A creation the policy approved at once has its receipt: read back the event that settled it.
     const created = { ...approval, orgId: tenant.orgId };
-    return { created: true, approval: await this.view(approval.status === 'pending' ? created : await this.require(tenant.orgId, approval.id)) };
+    return {
+      created: true,
+      approval: await this.view(approval.status === 'pending' ? created : await this.require(tenant.orgId, approval.id)),
+    };
   }
 
   /**

@@ -23,7 +23,6 @@ function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
 }
 
-
 /** Who decided, as the view and the webhook show it; only members and API keys decide (and ask for changes). */
 function deciderOf(actor: Actor): Decider {
   if (actor.type === 'system') throw new Error(`a system actor (${actor.id}) cannot decide an approval`);

@@ -42,7 +42,6 @@ function toCheckpoint(row: CheckpointRow): Checkpoint {
   };
 }
 
-
 export class RetiredSigningKeyError extends Error {
   override name = 'RetiredSigningKeyError';
 }
