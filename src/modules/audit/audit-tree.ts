@@ -1,6 +1,7 @@
 import type { DataLayer, Sql } from '../../data/database.js';
 import { transactionSql } from '../../data/database.js';
 import { ValidationError } from '../../lib/errors.js';
+import { AUDIT_TREE_COLUMNS as TREE, AUDIT_TREE_NODE_COLUMNS as NODE } from './audit-columns.js';
 import {
   CompactRange,
   consistencyRanges,
@@ -47,7 +48,7 @@ export class AuditTree {
         await sql.query(null, 'INSERT INTO audit_trees (org_id) VALUES ($1::uuid) ON CONFLICT (org_id) DO NOTHING', [orgId]);
         const [tree] = await sql.query<{ size: string }>(
           null,
-          'SELECT size::text AS size FROM audit_trees WHERE org_id = $1::uuid FOR UPDATE',
+          `SELECT ${TREE.size}::text AS size FROM audit_trees WHERE ${TREE.orgId} = $1::uuid FOR UPDATE`,
           [orgId],
         );
         const from = Number(tree!.size);
@@ -150,9 +151,9 @@ async function readNodes(sql: Sql, orgId: string, nodes: readonly NodeId[]): Pro
       ? []
       : await sql.query<{ level: number; idx: string; hash: string }>(
           'audit-tree-nodes',
-          `SELECT n.level::int AS level, n.idx::text AS idx, encode(n.hash, 'hex') AS hash
+          `SELECT n.${NODE.level}::int AS level, n.${NODE.idx}::text AS idx, encode(n.${NODE.hash}, 'hex') AS hash
            FROM unnest($2::smallint[], $3::bigint[]) AS w(level, idx)
-           JOIN audit_tree_nodes n ON n.org_id = $1::uuid AND n.level = w.level AND n.idx = w.idx`,
+           JOIN audit_tree_nodes n ON n.${NODE.orgId} = $1::uuid AND n.${NODE.level} = w.level AND n.${NODE.idx} = w.idx`,
           [orgId, inner.map((node) => node.level), inner.map((node) => node.index)],
         );
   const hashes = new Map<string, Buffer>();
