@@ -16,7 +16,10 @@ import {
 } from './merkle.js';
 
 /** Events folded into the tree per transaction while catching up. */
-const CATCH_UP_BATCH = 5000;
+const CATCH_UP_BATCH = 2000;
+
+/** A batch's transaction may outlast Prisma's 5 s default on a busy database; it holds only the tree's row. */
+const CATCH_UP_TIMEOUT_MS = 60_000;
 
 export interface InclusionProof {
   leafIndex: number;
@@ -43,47 +46,50 @@ export class AuditTree {
   async catchUp(orgId: string, target?: number): Promise<number> {
     const goal = target ?? (await this.headSeq(orgId));
     for (;;) {
-      const { size, grew } = await this.data.db.$transaction(async (tx) => {
-        const sql = transactionSql(tx);
-        await sql.query(null, 'INSERT INTO audit_trees (org_id) VALUES ($1::uuid) ON CONFLICT (org_id) DO NOTHING', [orgId]);
-        const [tree] = await sql.query<{ size: string }>(
-          null,
-          `SELECT ${TREE.size}::text AS size FROM audit_trees WHERE ${TREE.orgId} = $1::uuid FOR UPDATE`,
-          [orgId],
-        );
-        const from = Number(tree!.size);
-        if (from >= goal) return { size: from, grew: false };
-        const events = await sql.query<{ hash: string }>(
-          null,
-          'SELECT hash FROM audit_events WHERE org_id = $1::uuid AND seq > $2 AND seq <= $3 ORDER BY seq',
-          [orgId, from, Math.min(goal, from + CATCH_UP_BATCH)],
-        );
-        if (events.length === 0) return { size: from, grew: false };
-        const frontier = await readNodes(sql, orgId, rangeNodes(0, from));
-        const range = new CompactRange(
-          from,
-          rangeNodes(0, from).map((node) => frontier.get(nodeKey(node))!),
-        );
-        const levels: number[] = [];
-        const indexes: number[] = [];
-        const hashes: string[] = [];
-        for (const event of events)
-          range.append(leafHash(event.hash), (node, hash) => {
-            levels.push(node.level);
-            indexes.push(node.index);
-            hashes.push(hash.toString('hex'));
-          });
-        if (hashes.length > 0)
-          await sql.query(
+      const { size, grew } = await this.data.db.$transaction(
+        async (tx) => {
+          const sql = transactionSql(tx);
+          await sql.query(null, 'INSERT INTO audit_trees (org_id) VALUES ($1::uuid) ON CONFLICT (org_id) DO NOTHING', [orgId]);
+          const [tree] = await sql.query<{ size: string }>(
             null,
-            `INSERT INTO audit_tree_nodes (org_id, level, idx, hash)
+            `SELECT ${TREE.size}::text AS size FROM audit_trees WHERE ${TREE.orgId} = $1::uuid FOR UPDATE`,
+            [orgId],
+          );
+          const from = Number(tree!.size);
+          if (from >= goal) return { size: from, grew: false };
+          const events = await sql.query<{ hash: string }>(
+            null,
+            'SELECT hash FROM audit_events WHERE org_id = $1::uuid AND seq > $2 AND seq <= $3 ORDER BY seq',
+            [orgId, from, Math.min(goal, from + CATCH_UP_BATCH)],
+          );
+          if (events.length === 0) return { size: from, grew: false };
+          const frontier = await readNodes(sql, orgId, rangeNodes(0, from));
+          const range = new CompactRange(
+            from,
+            rangeNodes(0, from).map((node) => frontier.get(nodeKey(node))!),
+          );
+          const levels: number[] = [];
+          const indexes: number[] = [];
+          const hashes: string[] = [];
+          for (const event of events)
+            range.append(leafHash(event.hash), (node, hash) => {
+              levels.push(node.level);
+              indexes.push(node.index);
+              hashes.push(hash.toString('hex'));
+            });
+          if (hashes.length > 0)
+            await sql.query(
+              null,
+              `INSERT INTO audit_tree_nodes (org_id, level, idx, hash)
              SELECT $1::uuid, level, idx, decode(hash, 'hex') FROM unnest($2::smallint[], $3::bigint[], $4::text[]) AS n(level, idx, hash)
              ON CONFLICT DO NOTHING`,
-            [orgId, levels, indexes, hashes],
-          );
-        await sql.query(null, 'UPDATE audit_trees SET size = $2 WHERE org_id = $1::uuid', [orgId, range.size]);
-        return { size: range.size, grew: true };
-      });
+              [orgId, levels, indexes, hashes],
+            );
+          await sql.query(null, 'UPDATE audit_trees SET size = $2 WHERE org_id = $1::uuid', [orgId, range.size]);
+          return { size: range.size, grew: true };
+        },
+        { timeout: CATCH_UP_TIMEOUT_MS },
+      );
       if (size >= goal || !grew) return size;
     }
   }
