@@ -338,7 +338,7 @@ print(json.dumps([
     });
     expect(run.stderr).toBe('');
     expect(JSON.parse(run.stdout)).toEqual([true, true, true, false]);
-  }, 60_000);
+  }, 120_000);
 
   it('refuses proofs the log cannot give, naming the field', async () => {
     const head = (await readChain(env.services.db, org.orgId)).length;
