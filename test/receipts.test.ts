@@ -226,7 +226,7 @@ describe('decision receipts', () => {
     expect(() =>
       assertApproved({ amount: 50, currency: 'EUR' }, { ...refusal.receipt, status: 'approved' }, refusal.signature, keys),
     ).toThrow(/signature/);
-  }, 60_000);
+  }, 120_000);
 
   it('requestApproval returns the receipt checked against the published keys, and throws on one altered in transit', async () => {
     const honest = createApprovalGateClient({ baseUrl: env.baseUrl, apiKey: org.key });
