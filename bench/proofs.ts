@@ -21,8 +21,6 @@ const EVENTS = envInt('BENCH_AUDIT_EVENTS', 1_000_000);
 const PROOFS = envInt('BENCH_PROOFS', 500);
 const DATABASE = 'approval_gate_bench_proofs';
 
-const randomSize = () => 1 + Math.floor(Math.random() * EVENTS);
-
 async function timeEach(work: () => Promise<unknown>): Promise<number[]> {
   const durations: number[] = [];
   for (let i = 0; i < PROOFS; i++) {
@@ -50,13 +48,15 @@ runBenchmark('bench:proofs', 60 * 60_000, async (cleanup) => {
 
   log('catching the tree up over the whole chain ...');
   const started = performance.now();
-  const covered = await tree.catchUp(org!.orgId);
+  // The organization's own setup events come first: the chain is a little longer than EVENTS.
+  const size = await tree.catchUp(org!.orgId);
   const catchUpSeconds = (performance.now() - started) / 1000;
-  if (covered !== EVENTS) throw new Error(`the tree covers ${covered} of ${EVENTS} events`);
+  if (size < EVENTS) throw new Error(`the tree covers ${size} of at least ${EVENTS} events`);
+  const randomSize = () => 1 + Math.floor(Math.random() * size);
   await data.db.$executeRawUnsafe('VACUUM ANALYZE audit_events, audit_tree_nodes');
 
-  log(`${PROOFS} inclusion and ${PROOFS} consistency proofs in the tree of ${EVENTS.toLocaleString('en-US')} ...`);
-  const inclusion = await timeEach(() => tree.inclusion(org!.orgId, randomSize(), EVENTS));
+  log(`${PROOFS} inclusion and ${PROOFS} consistency proofs in the tree of ${size.toLocaleString('en-US')} ...`);
+  const inclusion = await timeEach(() => tree.inclusion(org!.orgId, randomSize(), size));
   const consistency = await timeEach(() => {
     const [a, b] = [randomSize(), randomSize()].sort((x, y) => x - y);
     return tree.consistency(org!.orgId, a!, b!);
@@ -68,12 +68,12 @@ runBenchmark('bench:proofs', 60 * 60_000, async (cleanup) => {
     [],
   );
   const figures = {
-    events: EVENTS,
-    catchUpEventsPerSecond: round(EVENTS / catchUpSeconds, 0),
+    events: size,
+    catchUpEventsPerSecond: round(size / catchUpSeconds, 0),
     inclusionMs: { p50: round(median(inclusion), 2), p99: round(percentile(inclusion, 99), 2) },
     consistencyMs: { p50: round(median(consistency), 2), p99: round(percentile(consistency, 99), 2) },
-    treeBytesPerEvent: round(Number(sizes!.nodes) / EVENTS, 1),
-    eventBytesPerEvent: round(Number(sizes!.events) / EVENTS, 1),
+    treeBytesPerEvent: round(Number(sizes!.nodes) / size, 1),
+    eventBytesPerEvent: round(Number(sizes!.events) / size, 1),
   };
   console.log(
     formatTable(
