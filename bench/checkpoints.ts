@@ -16,6 +16,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDataLayer, type DataLayer } from '../src/data/database.js';
+import { AuditTree } from '../src/modules/audit/audit-tree.js';
 import { CheckpointService } from '../src/modules/audit/checkpoint-service.js';
 import { appendSyntheticAuditEvents } from '../src/modules/audit/synthetic-audit-events.js';
 import { formatTable, median, round } from './lib/figures.js';
@@ -80,7 +81,7 @@ runBenchmark('bench:checkpoints', 60 * 60_000, async (cleanup) => {
   log(`appending ${EVENTS} events to each of two chains in SQL, and signing one of them every ${CHECKPOINT_EVERY} events ...`);
   await appendSyntheticAuditEvents(data.sql, plainChain!.orgId, EVENTS);
   await appendSyntheticAuditEvents(data.sql, signedChain!.orgId, EVENTS);
-  const checkpoints = new CheckpointService(data, signingKey);
+  const checkpoints = new CheckpointService(data, signingKey, new AuditTree(data), 'localhost');
   for (let seq = CHECKPOINT_EVERY; seq <= EVENTS; seq += CHECKPOINT_EVERY) await checkpoints.checkpoint(signedChain!.orgId, seq);
   // Their outbox rows would keep the worker relaying two million events nobody consumes.
   await data.sql.query(null, 'DELETE FROM outbox_messages WHERE org_id = ANY ($1::uuid[])', [[plainChain!.orgId, signedChain!.orgId]]);

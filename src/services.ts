@@ -23,6 +23,7 @@ import { ApprovalService } from './modules/approvals/approval-service.js';
 import { ApprovalSettlements } from './modules/approvals/approval-settlements.js';
 import { AuditService } from './modules/audit/audit-service.js';
 import { DecisionLinkService } from './modules/links/decision-link-service.js';
+import { AuditTree } from './modules/audit/audit-tree.js';
 import { CheckpointService } from './modules/audit/checkpoint-service.js';
 import { parseSigningKey } from './lib/signing-key.js';
 import { MemberService } from './modules/members/member-service.js';
@@ -68,6 +69,8 @@ export interface Services extends ConsumerContext {
   policies: PolicyService;
   webhooks: WebhookService;
   audit: AuditService;
+  /** Each organization's audit events as a Merkle tree, and its proofs. */
+  auditTree: AuditTree;
   /** Buttons pressed and modals submitted in Slack. */
   slackInteractions: SlackInteractions;
   /** Database and Redis reachable, for /readyz. */
@@ -136,6 +139,13 @@ export async function createServices(
   const orgs = new OrgService(data);
   const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
   const policies = new PolicyService(data);
+  const auditTree = new AuditTree(data);
+  const checkpoints = new CheckpointService(
+    data,
+    config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null,
+    auditTree,
+    new URL(config.PUBLIC_URL).host,
+  );
   const approvals = new ApprovalService(
     readable,
     policies,
@@ -150,6 +160,7 @@ export async function createServices(
         queueDeadline: { ms: config.DATABASE_CONNECT_TIMEOUT_MS, error: () => new UnavailableError() },
       },
     },
+    checkpoints,
   );
   const allowPrivate = allowsPrivateWebhookUrls(config);
   const secrets = secretBoxOf(config);
@@ -161,9 +172,9 @@ export async function createServices(
     backoffScale: config.WEBHOOK_BACKOFF_SCALE,
     stalledGraceMs: config.DELIVERY_STALLED_GRACE_MS,
     secrets: webhookSecrets,
+    receipts: checkpoints,
   });
   const webhooks = new WebhookService(db, { deliveries, logger }, { allowPrivateUrls: allowPrivate, secrets: webhookSecrets });
-  const checkpoints = new CheckpointService(data, config.AUDIT_SIGNING_KEY ? parseSigningKey(config.AUDIT_SIGNING_KEY) : null);
   const audit = new AuditService(
     readable,
     { exportQueue: jobs.producer(auditExportJob), logger, checkpoints },
@@ -213,6 +224,7 @@ export async function createServices(
     slackInteractions,
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
+    auditTree,
     async checkReadiness() {
       const answers = (check: Promise<boolean>, what: string) => withTimeout(check, READINESS_TIMEOUT_MS, what).catch(() => false);
       const [postgres, redisUp] = await Promise.all([

@@ -41,6 +41,7 @@ describe('POST /v1/approvals', () => {
       'payloadHash',
       'policyKey',
       'quorum',
+      'receipt',
       'revision',
       'revisions',
       'status',

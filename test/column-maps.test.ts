@@ -10,6 +10,8 @@ import {
   AUDIT_EXPORT_CHUNK_COLUMNS,
   AUDIT_EXPORT_COLUMNS,
   AUDIT_SIGNING_KEY_COLUMNS,
+  AUDIT_TREE_COLUMNS,
+  AUDIT_TREE_NODE_COLUMNS,
 } from '../src/modules/audit/audit-columns.js';
 import { VERIFIED_RANGE_COLUMNS } from '../src/modules/audit/audit-query-store.js';
 import { DECISION_LINK_COLUMNS } from '../src/modules/links/decision-link-store.js';
@@ -34,6 +36,8 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   audit_export_chunks: AUDIT_EXPORT_CHUNK_COLUMNS,
   audit_exports: AUDIT_EXPORT_COLUMNS,
   audit_signing_keys: AUDIT_SIGNING_KEY_COLUMNS,
+  audit_tree_nodes: AUDIT_TREE_NODE_COLUMNS,
+  audit_trees: AUDIT_TREE_COLUMNS,
   consumer_tasks: CONSUMER_TASK_COLUMNS,
   decision_links: DECISION_LINK_COLUMNS,
   members: MEMBER_COLUMNS,

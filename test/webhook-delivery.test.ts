@@ -106,7 +106,8 @@ describe('webhook delivery', () => {
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         type,
         createdAt: expect.stringMatching(/Z$/),
-        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, revision: 1, ...data },
+        // No AUDIT_SIGNING_KEY here: the receipt is null (docs/receipts.md).
+        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, revision: 1, receipt: null, ...data },
       });
       expect(delivery.headers).toMatchObject({
         'content-type': 'application/json',

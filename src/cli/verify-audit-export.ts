@@ -9,6 +9,7 @@
 //   npm run audit:verify -- --partial export.csv   a filtered or paged export (see below)
 //   npm run audit:verify -- export.csv --public-key key.pem [--checkpoints checkpoints.json]
 //   npm run audit:verify -- export.csv --keys keys.json [--checkpoints checkpoints.json]
+//   npm run audit:verify -- --receipt r.json --keys keys.json [--payload payload.json]
 //
 // Checkpoints come from the export itself (GET /v1/audit?checkpoints=true: CSV rows of type
 // audit.checkpoint, or a JSON page's `checkpoints`) and from --checkpoints: the body of GET
@@ -16,13 +17,19 @@
 // received. Keys: --public-key (SPKI PEM files, repeatable) or --keys (GET /v1/audit/keys's body,
 // which also tells when a key was retired).
 //
-// Exit code 0: intact. 1: broken, with the first bad seq named. 2: usage error or unreadable file.
+// A receipt (docs/receipts.md) comes as GET /v1/approvals/:id/receipt's body, an approval view with
+// its `receipt`, or a webhook whose data carries one; with --payload, the payload must also be the
+// one it approved (same RFC 8785 hash, status approved).
+//
+// Exit code 0: intact. 1: broken, with the first bad seq named (or the receipt refused). 2: usage
+// error or unreadable file.
 import { createHash, createPublicKey } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import canonicalize from 'canonicalize';
 import { parse } from 'csv-parse';
 import { checkpointProblem, keyIdOf, type Checkpoint, type PublishedKey } from '../modules/audit/checkpoint-signing.js';
+import { hashPayload, receiptProblem, type SignedReceipt } from '../modules/audit/receipt-signing.js';
 
 const COLUMNS = ['seq', 'createdAt', 'type', 'actor', 'data', 'prevHash', 'hash'];
 const GENESIS_HASH = '0'.repeat(64);
@@ -200,7 +207,46 @@ class SignedCheckpoints {
 }
 
 const USAGE =
-  'Usage: npm run audit:verify -- [--partial] <export.csv | export.json> [--public-key key.pem ... | --keys keys.json] [--checkpoints file.json]';
+  'Usage: npm run audit:verify -- [--partial] <export.csv | export.json> [--public-key key.pem ... | --keys keys.json] [--checkpoints file.json]\n' +
+  '       npm run audit:verify -- --receipt receipt.json [--public-key key.pem ... | --keys keys.json] [--payload payload.json]';
+
+/** The signed receipt in a file: the receipt endpoint's body, an approval view, or a webhook. */
+function receiptIn(document: unknown): SignedReceipt {
+  const candidates = [
+    document,
+    (document as { receipt?: unknown })?.receipt,
+    (document as { data?: { receipt?: unknown } })?.data?.receipt,
+  ];
+  const found = candidates.find(
+    (candidate): candidate is SignedReceipt =>
+      typeof candidate === 'object' && candidate !== null && 'receipt' in candidate && 'signature' in candidate,
+  );
+  if (!found) throw new Error('--receipt needs { receipt, signature }, an approval with its receipt, or a webhook carrying one');
+  return found;
+}
+
+/** Checks a receipt file; with a payload, that it approved exactly that payload. */
+async function verifyReceiptFile(file: string, keys: PublishedKey[], payloadFile: string | undefined): Promise<number> {
+  const { receipt, signature } = receiptIn(await readJsonFile(file));
+  const problem =
+    receiptProblem(receipt, signature, keys) ??
+    (payloadFile === undefined
+      ? null
+      : receipt.status !== 'approved'
+        ? `the approval is ${receipt.status}, not approved`
+        : hashPayload(await readJsonFile(payloadFile)) !== receipt.payloadHash
+          ? `the payload's hash is not the approved payloadHash ${receipt.payloadHash}`
+          : null);
+  if (problem) {
+    console.log(`REFUSED: receipt of approval ${receipt.approvalId} (seq ${receipt.seq}): ${problem}`);
+    return 1;
+  }
+  const bound = payloadFile === undefined ? '' : ', and it approved this payload';
+  console.log(
+    `valid: receipt of approval ${receipt.approvalId} revision ${receipt.revision}, ${receipt.status}, seq ${receipt.seq}, key ${receipt.keyId}${bound}`,
+  );
+  return 0;
+}
 
 /** Checkpoints as kept by the organization: GET /v1/audit/checkpoints, an array, or received webhooks. */
 function checkpointsIn(document: unknown): Checkpoint[] {
@@ -231,6 +277,8 @@ async function main(args: string[]): Promise<number> {
     publicKeys: [] as string[],
     keys: undefined as string | undefined,
     checkpoints: undefined as string | undefined,
+    receipt: undefined as string | undefined,
+    payload: undefined as string | undefined,
   };
   const files: string[] = [];
   for (let index = 0; index < args.length; index++) {
@@ -240,7 +288,21 @@ async function main(args: string[]): Promise<number> {
     else if (arg === '--public-key') options.publicKeys.push(value());
     else if (arg === '--keys') options.keys = value();
     else if (arg === '--checkpoints') options.checkpoints = value();
+    else if (arg === '--receipt') options.receipt = value();
+    else if (arg === '--payload') options.payload = value();
     else files.push(arg);
+  }
+  if (options.receipt !== undefined) {
+    if (files.length > 0 || [...options.publicKeys, options.keys, options.receipt, options.payload].includes('')) {
+      console.error(USAGE);
+      return 2;
+    }
+    const keys = await publishedKeys(options.publicKeys, options.keys);
+    if (keys.length === 0) {
+      console.error(`a receipt needs the public keys that signed it: --public-key or --keys\n${USAGE}`);
+      return 2;
+    }
+    return verifyReceiptFile(options.receipt, keys, options.payload);
   }
   if (files.length !== 1 || files[0]!.startsWith('-') || [...options.publicKeys, options.keys, options.checkpoints].includes('')) {
     console.error(USAGE);

@@ -27,6 +27,7 @@ import type {
   PolicyListQuery,
   PolicyView,
   RevisionInput,
+  SignedReceipt,
   Problem,
   SessionView,
   SignInInput,
@@ -41,6 +42,7 @@ import type {
   WebhookUpdateInput,
 } from './api-types.js';
 import { ApiError, toApiError } from './api-error.js';
+import type { PublishedKey } from '../modules/audit/checkpoint-signing.js';
 
 export { ApiError };
 
@@ -127,11 +129,14 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
         request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/decision`, { body: decision }),
       revise: (id: string, input: RevisionInput, { signal }: { signal?: AbortSignal } = {}) =>
         request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/revisions`, { body: input, signal }),
+      receipt: (id: string) => request<SignedReceipt>('GET', `/v1/approvals/${segment(id)}/receipt`),
     },
     audit: {
       page: (query: Omit<AuditQuery, 'format'> = {}) => request<AuditPage>('GET', '/v1/audit', { query }),
       createExport: (filters: AuditExportInput = {}) => request<AuditExportView>('POST', '/v1/audit/exports', { body: filters }),
       getExport: (id: string) => request<AuditExportView>('GET', `/v1/audit/exports/${segment(id)}`),
+      /** The public keys that sign checkpoints and receipts, current and retired (no authentication needed). */
+      keys: () => request<{ keys: PublishedKey[] }>('GET', '/v1/audit/keys'),
     },
     policies: {
       /** A page of policies by key; pass `nextCursor` back as `cursor` for the next. */

@@ -23,4 +23,6 @@ export type DecisionInput = In<typeof approvals.decisionSchema>;
 export type RevisionInput = In<typeof approvals.revisionInputSchema>;
 export type Revision = Out<typeof approvals.revisionSchema>;
 export type Decider = Out<typeof approvals.deciderSchema>;
+export type Receipt = Out<typeof approvals.receiptSchema>;
+export type SignedReceipt = Out<typeof approvals.signedReceiptSchema>;
 export type Vote = Out<typeof approvals.voteSchema>;

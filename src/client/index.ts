@@ -5,9 +5,11 @@
  */
 import { createApiClient } from './api-client.js';
 import { retryingFetch, type RetryOptions } from './retrying-fetch.js';
+import { ReceiptError, verifyReceipt } from './receipts.js';
 import type { ApprovalCreateInput, ApprovalList, ApprovalListQuery, ApprovalView, DecisionInput, RevisionInput } from './approval-types.js';
 
 export { ApiError } from './api-error.js';
+export { assertApproved, ReceiptError, verifyReceipt, type PublishedKey, type ReceiptKeysInput } from './receipts.js';
 export type { RetryEvent, RetryOptions } from './retrying-fetch.js';
 export type * from './approval-types.js';
 export {
@@ -78,7 +80,9 @@ export interface ApprovalGateClient {
    * through a dropped connection, a restarting web process or a 503 make one request, not several.
    * An `escalated` request is followed to its successor: what is returned is the last request of
    * the chain (its `escalatedFrom` says it is a successor). When approved, its `payload` is what to
-   * execute: a reviewer may have edited it.
+   * execute: a reviewer may have edited it. A settled request's `receipt` is verified against the
+   * service's published keys (GET /v1/audit/keys) before it is returned, and a receipt that does
+   * not verify throws a ReceiptError; pass the payload to `assertApproved` with it before executing.
    */
   requestApproval(input: ApprovalCreateInput, options?: RequestApprovalLoopOptions): Promise<ApprovalView>;
   /**
@@ -113,6 +117,17 @@ export function createApprovalGateClient({
   const once = createApiClient({ baseUrl: base, apiKey, fetch: fetchImpl });
 
   const getApproval: ApprovalGateClient['getApproval'] = (id, options) => retrying.approvals.get(id, options);
+
+  /** A settled request's receipt, checked against the keys the service publishes now. */
+  async function checkReceipt(approval: ApprovalView): Promise<ApprovalView> {
+    if (!approval.receipt) return approval;
+    const { receipt, signature } = approval.receipt;
+    if (receipt.approvalId !== approval.id || receipt.status !== approval.status || receipt.payloadHash !== approval.payloadHash)
+      throw new ReceiptError('the receipt is not the settlement of this request as read');
+    if (!verifyReceipt(receipt, signature, await retrying.audit.keys()))
+      throw new ReceiptError('its signature does not verify against the published keys');
+    return approval;
+  }
 
   const revise: ApprovalGateClient['revise'] = (id, { payload, context, note, idempotencyKey, signal }) =>
     retrying.approvals.revise(
@@ -157,7 +172,7 @@ export function createApprovalGateClient({
       let approval = await waitUntil(await retrying.approvals.create({ ...input, idempotencyKey }, options), deadline, options);
       while (approval.status === 'changes_requested' && onChangesRequested) {
         const payload = await onChangesRequested(approval.feedback ?? '', approval.suggestedPayload ?? null, approval);
-        if (payload === null) return approval;
+        if (payload === null) return checkReceipt(approval);
         // One key per revision, from the creation's: a retry of this revision makes no second one.
         const revised = await revise(approval.id, {
           payload,
@@ -166,7 +181,7 @@ export function createApprovalGateClient({
         });
         approval = await waitUntil(revised, deadline, options);
       }
-      return approval;
+      return checkReceipt(approval);
     },
   };
 }

@@ -40,7 +40,7 @@ export function createApp(services: Services): Express {
     ...approvalRoutes(services.approvals, services.approvalFeed),
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
-    ...auditRoutes(services.audit, services.checkpoints),
+    ...auditRoutes(services.audit, services.checkpoints, services.auditTree),
     ...memberRoutes(services.members, services.mailer.transport),
     ...sessionRoutes(services.members, signInGuards(services)),
     ...keyRoutes(services.orgs),

@@ -9,6 +9,7 @@ import {
   approvalViewSchema,
   decisionSchema,
   revisionInputSchema,
+  signedReceiptSchema,
 } from '../../modules/approvals/approval-schemas.js';
 import { STREAMS_PER_PRINCIPAL } from '../../modules/approvals/feed-stream-slots.js';
 import { defineRoute, type ServerSentEvent } from '../route.js';
@@ -106,6 +107,18 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
         status: 200,
         body: await approvals.get(tenant, params.id, query.wait, caller),
       }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/approvals/:id/receipt',
+      summary: "The signed receipt of an approval's settlement, to check before executing",
+      scope: 'approvals:read',
+      params: approvalIdParamsSchema,
+      responses: {
+        200: { description: 'The receipt and its Ed25519 signature (see docs/receipts.md).', schema: signedReceiptSchema },
+        ...problemResponses(401, 403, 404),
+      },
+      handler: async ({ tenant, params }) => ({ status: 200, body: await approvals.receipt(tenant, params.id) }),
     }),
     defineRoute({
       method: 'post',

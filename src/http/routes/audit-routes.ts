@@ -1,8 +1,13 @@
 import { toCsv, toEventView, type AuditService } from '../../modules/audit/audit-service.js';
+import type { AuditTree } from '../../modules/audit/audit-tree.js';
 import type { CheckpointService } from '../../modules/audit/checkpoint-service.js';
 import {
   checkpointListQuerySchema,
   checkpointListSchema,
+  consistencyProofQuerySchema,
+  consistencyProofSchema,
+  inclusionProofQuerySchema,
+  inclusionProofSchema,
   signingKeyListSchema,
   auditExportCreateSchema,
   auditExportParamsSchema,
@@ -26,8 +31,32 @@ const CSV_EXAMPLE = {
   ].join('\n'),
 } as const;
 
-export function auditRoutes(audit: AuditService, checkpoints: CheckpointService) {
+export function auditRoutes(audit: AuditService, checkpoints: CheckpointService, tree: AuditTree) {
   return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit/proofs/inclusion',
+      summary: 'Prove an audit event is in the Merkle tree of a checkpoint (RFC 6962)',
+      scope: 'audit:read',
+      query: inclusionProofQuerySchema,
+      responses: {
+        200: { description: 'The audit path of the event in the tree of the first `treeSize` events.', schema: inclusionProofSchema },
+        ...problemResponses(401, 403, 422),
+      },
+      handler: async ({ tenant, query }) => ({ status: 200, body: await tree.inclusion(tenant.orgId, query.seq, query.treeSize) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/audit/proofs/consistency',
+      summary: 'Prove the tree of one checkpoint is a prefix of a later one (RFC 6962)',
+      scope: 'audit:read',
+      query: consistencyProofQuerySchema,
+      responses: {
+        200: { description: 'The consistency proof from the first `from` events to the first `to`.', schema: consistencyProofSchema },
+        ...problemResponses(401, 403, 422),
+      },
+      handler: async ({ tenant, query }) => ({ status: 200, body: await tree.consistency(tenant.orgId, query.from, query.to) }),
+    }),
     defineRoute({
       method: 'get',
       path: '/v1/audit/keys',

@@ -141,6 +141,36 @@ export const revisionInputSchema = z
   .meta({ id: 'RevisionInput' });
 export type RevisionInput = z.output<typeof revisionInputSchema>;
 
+export const receiptSchema = z
+  .object({
+    orgId: z.uuid(),
+    approvalId: z.uuid(),
+    revision: z.number().int().min(1),
+    status: z.enum(APPROVAL_STATUSES),
+    action: z.string(),
+    payloadHash: z
+      .string()
+      .meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of the payload to execute (the edited one when a reviewer edited it).' }),
+    decidedBy: deciderSchema.nullable(),
+    decidedAt: z.iso.datetime().nullable(),
+    policyKey: z.string(),
+    policyVersion: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The policy version the approval was evaluated under; null when not recorded.' }),
+    seq: z.number().int().meta({ description: "The audit event that settled it, in the organization's log." }),
+    keyId: z.string().meta({ description: 'The signing key, as GET /v1/audit/keys lists it.' }),
+  })
+  .meta({ id: 'Receipt' });
+
+export const signedReceiptSchema = z
+  .object({
+    receipt: receiptSchema,
+    signature: z.string().meta({ description: 'Base64 Ed25519 signature over the RFC 8785 bytes of `receipt`.' }),
+  })
+  .meta({ id: 'SignedReceipt', description: 'A settlement signed with the audit signing key (see docs/receipts.md).' });
+
 export const approvalViewSchema = z
   .object({
     id: z.uuid(),
@@ -178,6 +208,9 @@ export const approvalViewSchema = z
       .nullable()
       .optional()
       .meta({ description: 'Only while status is changes_requested: the payload the reviewer suggested, or null.' }),
+    receipt: signedReceiptSchema
+      .nullable()
+      .meta({ description: 'The signed receipt of the settlement; null while pending, and when the service signs no receipts.' }),
   })
   .meta({ id: 'ApprovalRequestView' });
 export type ApprovalView = z.output<typeof approvalViewSchema>;

@@ -30,6 +30,8 @@ import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalLookups, ApprovalStore, type CreateOutcome, type ListedApproval, type MonthlyQuota } from './approval-store.js';
 import type { Approval, ApprovalRecord, Creation, DecisionRefusal, RevisionRecord, VoteOutcome, VoterRecord } from './approval-types.js';
 import type { Actor } from '../audit/audit-events.js';
+import type { ReceiptKeys, ReceiptSigner, SignedReceipt } from '../audit/receipt-signing.js';
+import { decisionOf, receiptOf } from './approval-receipts.js';
 import {
   applySettlement,
   createApproval,
@@ -141,6 +143,7 @@ export class ApprovalService {
     private readonly policies: PolicyService,
     private readonly afterCommit: AfterCommit,
     private readonly limits: ApprovalLimits,
+    private readonly receipts: ReceiptKeys,
   ) {
     this.lookups = new ApprovalLookups(data.sql);
     this.writes = new ApprovalWrites(data.sql, {
@@ -211,10 +214,15 @@ export class ApprovalService {
     if (outcome === 'quota_exceeded') throw monthlyLimitReached(quota!);
     if (outcome === 'duplicate') {
       const existing = await store.findByIdempotencyKey(input.idempotencyKey!);
-      return { created: false, approval: toApprovalView(existing!) };
+      return { created: false, approval: await this.view(existing!) };
     }
     this.announceCreation(creation);
-    return { created: true, approval: toApprovalView({ ...approval, orgId: tenant.orgId }) };
+    // A creation the policy approved at once has its receipt: read back the event that settled it.
+    const created = { ...approval, orgId: tenant.orgId };
+    return {
+      created: true,
+      approval: await this.view(approval.status === 'pending' ? created : await this.require(tenant.orgId, approval.id)),
+    };
   }
 
   /**
@@ -268,12 +276,12 @@ export class ApprovalService {
             `Approval ${id} has had ${MAX_REVISIONS} revisions, the most one request may have; create a new request.`,
           );
         case 'duplicate':
-          return { created: false, approval: toApprovalView((await store.findById(id))!) };
+          return { created: false, approval: await this.view((await store.findById(id))!) };
         case 'revised': {
           this.afterCommit.outboxSignal.notify();
           const revised = (await store.findById(id))!;
           if (revised.status !== 'pending') this.afterCommit.settlements.publish(id);
-          return { created: true, approval: toApprovalView(revised) };
+          return { created: true, approval: await this.view(revised) };
         }
       }
     }
@@ -297,8 +305,9 @@ export class ApprovalService {
       withCreatingKey: include === 'createdByKey',
     });
     const last = rows.length === query.limit ? rows[rows.length - 1] : undefined;
+    const signer = await this.receipts.receiptSigner();
     const view = (row: ListedApproval): ApprovalView =>
-      include === 'createdByKey' ? { ...toApprovalView(row), createdByKey: creatingKey(row) } : toApprovalView(row);
+      include === 'createdByKey' ? { ...toApprovalView(row, signer), createdByKey: creatingKey(row) } : toApprovalView(row, signer);
     return { approvals: rows.map(view), nextCursor: last ? encodeListCursor(last) : null };
   }
 
@@ -307,14 +316,14 @@ export class ApprovalService {
    * process), the wait runs out, or the caller goes away.
    */
   async get(tenant: Tenant, id: string, waitSeconds: number | undefined, caller: Caller): Promise<ApprovalView> {
-    if (!waitSeconds) return toApprovalView(await this.require(tenant.orgId, id));
+    if (!waitSeconds) return this.view(await this.require(tenant.orgId, id));
 
     const watch = this.afterCommit.settlements.watch(id);
     try {
       const settled = await this.viewUnlessPending(tenant.orgId, id);
       if (settled) return settled;
       await watch.wait(waitSeconds * 1000, caller);
-      return toApprovalView(await this.require(tenant.orgId, id));
+      return await this.view(await this.require(tenant.orgId, id));
     } finally {
       watch.release();
     }
@@ -323,7 +332,7 @@ export class ApprovalService {
   /** Kept apart so a waiting request holds no copy of the row while it waits: 10,000 waiters add up. */
   private async viewUnlessPending(orgId: string, id: string): Promise<ApprovalView | null> {
     const approval = await this.require(orgId, id);
-    return approval.status === 'pending' ? null : toApprovalView(approval);
+    return approval.status === 'pending' ? null : this.view(approval);
   }
 
   /**
@@ -420,12 +429,17 @@ export class ApprovalService {
     this.afterCommit.outboxSignal.notify();
     // With a quorum of one, the first vote settles the approval, so a vote that settled it was its
     // only one: the approval as read, with this vote and its settlement, is what the database now
-    // holds. Under a larger quorum others may have voted since the read, so it is read again.
+    // holds, but for the seq of the event that settled it, which its receipt names. Under a larger
+    // quorum others may have voted since the read, so it is read again.
     const decided =
       outcome === 'settled' && approval.quorum === 1
-        ? { ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote] }
+        ? {
+            ...applySettlement(approval, settling.settlement),
+            votes: [...approval.votes, vote],
+            receiptSeq: await this.lookups.receiptSeq(orgId, id),
+          }
         : await this.require(orgId, id);
-    return toApprovalView(decided);
+    return this.view(decided);
   }
 
   /**
@@ -441,7 +455,7 @@ export class ApprovalService {
   /** An approval of the organization as the API shows it, or null; for surfaces outside the API. */
   async find(orgId: string, id: string): Promise<ApprovalView | null> {
     const approval = await new ApprovalStore(this.data.db, this.data.sql, orgId).findById(id);
-    return approval && toApprovalView(approval);
+    return approval && this.view(approval);
   }
 
   /**
@@ -452,7 +466,27 @@ export class ApprovalService {
     const approval = await new ApprovalStore(this.data.db, this.data.sql, orgId).findById(id);
     if (!approval) return null;
     const current = (approval.revisions as unknown as RevisionRecord[]).find((entry) => entry.revision === approval.revision);
-    return { approval: toApprovalView(approval), changes: approval.revision > 1 ? (current?.changes ?? null) : null };
+    return { approval: await this.view(approval), changes: approval.revision > 1 ? (current?.changes ?? null) : null };
+  }
+
+  /**
+   * The signed receipt of an approval's current settlement (see docs/receipts.md); not found while
+   * it is pending, and when signing is off.
+   */
+  async receipt(tenant: Tenant, id: string): Promise<SignedReceipt> {
+    const approval = await this.require(tenant.orgId, id);
+    const receipt = receiptOf(approval, currentPayloadHash(approval), await this.receipts.receiptSigner());
+    if (!receipt)
+      throw new NotFoundError(
+        approval.status === 'pending'
+          ? `Approval '${id}' is pending: it has a receipt once it is settled.`
+          : 'This service signs no receipts: AUDIT_SIGNING_KEY is not set (docs/operations.md).',
+      );
+    return receipt;
+  }
+
+  private async view(approval: Approval & { votes?: ApprovalView['votes'] }): Promise<ApprovalView> {
+    return toApprovalView(approval, await this.receipts.receiptSigner());
   }
 
   private async require(orgId: string, id: string): Promise<ApprovalRecord> {
@@ -496,9 +530,9 @@ function creatingKey(approval: ListedApproval): ApprovalView['createdByKey'] {
   return requester?.type === 'api_key' ? { id: requester.id, name: approval.requesterKeyName ?? null } : null;
 }
 
-export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }): ApprovalView {
+export function toApprovalView(approval: Approval & { votes?: ApprovalView['votes'] }, signer: ReceiptSigner | null): ApprovalView {
   const changesRequested = approval.status === 'changes_requested';
-  const decided = approval.status === 'approved' || approval.status === 'rejected' || changesRequested;
+  const hash = currentPayloadHash(approval);
   return {
     id: approval.id,
     status: approval.status,
@@ -512,9 +546,8 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     ...(approval.escalatedFrom ? { escalatedFrom: approval.escalatedFrom } : {}),
     agent: approval.agent,
     policyKey: approval.policyKey,
-    payloadHash: currentPayloadHash(approval),
-    decidedBy: decided ? ((approval.decidedBy as Decider | null) ?? null) : null,
-    decidedAt: decided ? (approval.decidedAt?.toISOString() ?? null) : null,
+    payloadHash: hash,
+    ...decisionOf(approval),
     quorum: approval.quorum,
     votes: approval.votes ?? [],
     onBehalfOf: approval.onBehalfOf,
@@ -523,5 +556,6 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
       ({ idempotencyKey: _kept, changes: _listed, ...revision }) => revision,
     ),
     ...(changesRequested ? { suggestedPayload: (approval.suggestedPayload ?? null) as ApprovalView['suggestedPayload'] } : {}),
+    receipt: receiptOf(approval, hash, signer),
   };
 }

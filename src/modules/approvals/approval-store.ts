@@ -311,6 +311,7 @@ export const APPROVAL_COLUMNS = {
   revision: 'revision',
   revisions: 'revisions',
   suggestedPayload: 'suggested_payload',
+  receiptSeq: 'receipt_seq',
 } as const satisfies ColumnMap<Approval>;
 
 /** The approval's votes in the order they came, as the view shows them. */
@@ -376,6 +377,16 @@ export class ApprovalLookups {
 
   findById(orgId: string, id: string): Promise<ApprovalRecord | null> {
     return this.byId.submit({ orgId, id });
+  }
+
+  /** The audit event that settled the approval, which its receipt names; null while pending. */
+  async receiptSeq(orgId: string, id: string): Promise<bigint | null> {
+    const [row] = await this.sql.query<{ receiptSeq: string | null }>(
+      'approval-receipt-seq',
+      `SELECT receipt_seq::text AS "receiptSeq" FROM approvals WHERE ${oneApproval('$1::uuid', '$2::uuid')}`,
+      [orgId, id],
+    );
+    return row?.receiptSeq == null ? null : BigInt(row.receiptSeq);
   }
 }
 

@@ -1,10 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { canonicalJson, type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../audit/audit-events.js';
+import { randomUUID } from 'node:crypto';
+import { type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../audit/audit-events.js';
 import { DECISION_CHANNELS, type PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
 import type { ApprovalCreateInput, Decider, DecisionInput, RevisionInput } from './approval-schemas.js';
 import type { Approval, Creation, NewApproval, RevisionRecord, Revising, Settlement, Settling, Vote } from './approval-types.js';
 import { changedFields } from './payload-changes.js';
+import { receiptFacts } from './approval-receipts.js';
+import { hashPayload } from '../audit/receipt-signing.js';
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
 export type Governing = (
@@ -21,16 +23,20 @@ function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
 }
 
-/** Hex SHA-256 of the RFC 8785 bytes of a payload: what a receiver checks before executing it. */
-export function payloadHash(payload: unknown): string {
-  return createHash('sha256').update(canonicalJson(payload), 'utf8').digest('hex');
-}
-
 /** Who decided, as the view and the webhook show it; only members and API keys decide (and ask for changes). */
 function deciderOf(actor: Actor): Decider {
   if (actor.type === 'system') throw new Error(`a system actor (${actor.id}) cannot decide an approval`);
   return actor;
 }
+
+/** The webhook events of a settlement, which carry its receipt (null on the others). */
+const SETTLING_WEBHOOKS: ReadonlySet<ApprovalWebhookType> = new Set([
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+  'approval.escalated',
+  'approval.changes_requested',
+]);
 
 function webhookEvent(
   type: ApprovalWebhookType,
@@ -59,6 +65,8 @@ function webhookEvent(
       payloadHash: approval.payloadHash,
       revision: approval.revision,
       ...fields,
+      // Its facts: the delivery signs them with the seq the append gives the event (sealWebhookReceipt).
+      receipt: SETTLING_WEBHOOKS.has(type) ? receiptFacts({ ...approval, decidedBy: fields.decidedBy, decidedAt: at }) : null,
     },
   };
 }
@@ -131,7 +139,7 @@ export function createApproval(
   now: Date,
   escalatedFrom: string | null = null,
 ): Creation {
-  const hash = payloadHash(input.payload);
+  const hash = hashPayload(input.payload);
   const original: RevisionRecord = {
     revision: 1,
     payloadHash: hash,
@@ -158,6 +166,7 @@ export function createApproval(
     requestedBy: requester && { type: requester.type, id: requester.id },
     revision: 1,
     revisions: [original] as unknown as NewApproval['revisions'],
+    receiptSeq: null,
   };
 
   const subject = subjectOf(approval);
@@ -202,7 +211,7 @@ export function createApproval(
  */
 export function reviseApproval(approval: Approval, input: RevisionInput, governing: Governing, actor: Actor, now: Date): Revising {
   const revision = approval.revision + 1;
-  const hash = payloadHash(input.payload);
+  const hash = hashPayload(input.payload);
   const context = (input.context === undefined ? approval.context : input.context) as NewApproval['context'];
   const changes = {
     payload: input.payload as NewApproval['payload'],
@@ -266,7 +275,7 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
   const type = SETTLING_EVENT[decision.verdict];
   const feedback = decision.feedback ?? null;
   const decidedBy = deciderOf(actor);
-  const edited = decision.editedPayload ? { payload: decision.editedPayload, payloadHash: payloadHash(decision.editedPayload) } : null;
+  const edited = decision.editedPayload ? { payload: decision.editedPayload, payloadHash: hashPayload(decision.editedPayload) } : null;
   const changesRequested =
     decision.verdict === 'changes_requested'
       ? { suggestedPayload: decision.suggestedPayload ?? null, expiresAt: approval.expiresAt! }
@@ -398,5 +407,5 @@ export function applySettlement(approval: Approval, settlement: Settlement): App
 
 /** The stored hash, or the hash computed now for a row written before hashes were stored. */
 export function currentPayloadHash(approval: Pick<Approval, 'payload' | 'payloadHash'>): string {
-  return approval.payloadHash ?? payloadHash(approval.payload);
+  return approval.payloadHash ?? hashPayload(approval.payload);
 }

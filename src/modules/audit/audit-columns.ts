@@ -6,6 +6,8 @@ import type {
   AuditExport,
   AuditExportChunk,
   AuditSigningKey,
+  AuditTree,
+  AuditTreeNode,
 } from '../../generated/prisma/client.js';
 
 // The audit tables' columns, read with raw SQL by several stores; see ColumnMap for why a new
@@ -37,6 +39,8 @@ export const AUDIT_CHECKPOINT_COLUMNS = {
   createdAt: 'created_at',
   keyId: 'key_id',
   signature: 'signature',
+  rootHash: 'root_hash',
+  note: 'note',
 } as const satisfies ColumnMap<AuditCheckpoint>;
 
 export const AUDIT_SIGNING_KEY_COLUMNS = {
@@ -66,3 +70,15 @@ export const AUDIT_EXPORT_CHUNK_COLUMNS = {
   byteOffset: 'byte_offset',
   bytes: 'bytes',
 } as const satisfies ColumnMap<AuditExportChunk>;
+
+export const AUDIT_TREE_COLUMNS = {
+  orgId: 'org_id',
+  size: 'size',
+} as const satisfies ColumnMap<AuditTree>;
+
+export const AUDIT_TREE_NODE_COLUMNS = {
+  orgId: 'org_id',
+  level: 'level',
+  idx: 'idx',
+  hash: 'hash',
+} as const satisfies ColumnMap<AuditTreeNode>;

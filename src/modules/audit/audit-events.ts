@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { KeyOwner } from '../orgs/key-owner-schema.js';
+import type { ReceiptFacts, SignedReceipt } from './receipt-signing.js';
 
 /** Every audit event type (see docs/audit.md). */
 export const AUDIT_EVENT_TYPES = [
@@ -87,6 +88,11 @@ export interface WebhookEventBody {
     suggestedPayload?: unknown;
     /** approval.revised: the requester's note, or null. */
     note?: string | null;
+    /**
+     * The signed receipt of a settlement (docs/receipts.md), null on other events; committed as
+     * its facts, signed as it is delivered. Absent on events committed before receipts.
+     */
+    receipt?: SignedReceipt | ReceiptFacts | null;
   };
 }
 

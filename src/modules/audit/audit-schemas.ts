@@ -127,8 +127,41 @@ export const checkpointSchema = z
     signature: z
       .string()
       .meta({ description: 'Base64 Ed25519 signature over the RFC 8785 bytes of { orgId, seq, hash, createdAt, keyId }.' }),
+    treeSize: z.number().int().meta({ description: 'The size of the Merkle tree it states: `seq`.' }),
+    rootHash: z
+      .string()
+      .nullable()
+      .meta({ description: 'Hex RFC 6962 root of the tree of the first `seq` events; null on checkpoints signed before the tree.' }),
+    note: z
+      .string()
+      .nullable()
+      .meta({ description: 'The tree as a C2SP tlog-checkpoint signed note (see docs/receipts.md); null likewise.' }),
   })
   .meta({ id: 'AuditCheckpoint' });
+
+const proofSize = (name: string) => queryInteger(name, 1, Number.MAX_SAFE_INTEGER);
+
+export const inclusionProofQuerySchema = z.strictObject({
+  seq: proofSize('seq').meta({ description: 'The audit event to prove.' }),
+  treeSize: proofSize('treeSize').meta({ description: "The tree it is proven in: a checkpoint's treeSize." }),
+});
+
+export const inclusionProofSchema = z
+  .object({
+    leafIndex: z.number().int().meta({ description: '`seq` - 1.' }),
+    treeSize: z.number().int(),
+    hashes: z.array(z.string()).meta({ description: 'The RFC 6962 audit path, hex, from the leaf up.' }),
+  })
+  .meta({ id: 'InclusionProof' });
+
+export const consistencyProofQuerySchema = z.strictObject({
+  from: proofSize('from').meta({ description: 'The older tree size.' }),
+  to: proofSize('to').meta({ description: 'The newer tree size.' }),
+});
+
+export const consistencyProofSchema = z
+  .object({ hashes: z.array(z.string()).meta({ description: 'The RFC 6962 consistency proof, hex.' }) })
+  .meta({ id: 'ConsistencyProof' });
 
 export const checkpointListQuerySchema = z.strictObject({
   after: queryInteger('after', 0, Number.MAX_SAFE_INTEGER).default(0).meta({ description: 'Only checkpoints with a greater seq.' }),

@@ -4,7 +4,10 @@ import type { DataLayer, Sql } from '../../data/database.js';
 import { Prisma, type AuditChainHead, type AuditCheckpoint, type AuditSigningKey } from '../../generated/prisma/client.js';
 import { AUDIT_CHAIN_HEAD_COLUMNS, AUDIT_CHECKPOINT_COLUMNS, AUDIT_EVENT_COLUMNS, AUDIT_SIGNING_KEY_COLUMNS } from './audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE } from './audit-events.js';
+import type { AuditTree } from './audit-tree.js';
 import { checkpointProblem, keyIdOf, signCheckpoint, type Checkpoint, type PublishedKey } from './checkpoint-signing.js';
+import { signReceipt, type ReceiptSigner } from './receipt-signing.js';
+import { checkpointText, signNote } from './signed-note.js';
 
 type CheckpointRow = PgRow<AuditCheckpoint>;
 
@@ -33,6 +36,9 @@ function toCheckpoint(row: CheckpointRow): Checkpoint {
     createdAt: row.createdAt.toISOString(),
     keyId: row.keyId,
     signature: row.signature,
+    treeSize: Number(row.seq),
+    rootHash: row.rootHash,
+    note: row.note,
   };
 }
 
@@ -49,10 +55,29 @@ export class RetiredSigningKeyError extends Error {
 export class CheckpointService {
   private registered: Promise<string> | null = null;
 
+  /**
+   * `origin` names the log in its signed notes: the host (and port) of PUBLIC_URL, followed by
+   * the organization's id.
+   */
   constructor(
     private readonly data: Pick<DataLayer, 'db' | 'sql'>,
     private readonly signingKey: KeyObject | null,
+    private readonly tree: AuditTree,
+    private readonly originHost: string,
   ) {}
+
+  /** The log's name in checkpoint notes, and the key name of their signature. */
+  origin(orgId: string): string {
+    return `${this.originHost}/${orgId}`;
+  }
+
+  /** The receipt signer, once the current key is published at GET /v1/audit/keys; null when signing is off. */
+  async receiptSigner(): Promise<ReceiptSigner | null> {
+    if (!this.signingKey) return null;
+    const keyId = await this.registerKey();
+    const key = this.signingKey;
+    return (receipt) => signReceipt({ ...receipt, keyId }, key);
+  }
 
   get enabled(): boolean {
     return this.signingKey !== null;
@@ -74,14 +99,21 @@ export class CheckpointService {
       seq === undefined ? [orgId] : [orgId, seq],
     );
     if (!event) return null;
-    const signed = signCheckpoint(
-      { orgId, seq: Number(event.seq), hash: event.hash, createdAt: new Date().toISOString(), keyId },
-      this.signingKey,
-    );
+    const treeSize = Number(event.seq);
+    await this.tree.catchUp(orgId, treeSize);
+    const root = await this.tree.root(orgId, treeSize);
+    const origin = this.origin(orgId);
+    const signed: Checkpoint = {
+      ...signCheckpoint({ orgId, seq: treeSize, hash: event.hash, createdAt: new Date().toISOString(), keyId }, this.signingKey),
+      treeSize,
+      rootHash: root.toString('hex'),
+      note: signNote(checkpointText(origin, treeSize, root), origin, this.signingKey),
+    };
     return this.data.db.$transaction(async (tx) => {
       const inserted = await tx.$executeRaw`
-        INSERT INTO audit_checkpoints (org_id, seq, hash, created_at, key_id, signature)
-        VALUES (${orgId}::uuid, ${signed.seq}, ${signed.hash}, ${signed.createdAt}::timestamptz, ${signed.keyId}, ${signed.signature})
+        INSERT INTO audit_checkpoints (org_id, seq, hash, created_at, key_id, signature, root_hash, note)
+        VALUES (${orgId}::uuid, ${signed.seq}, ${signed.hash}, ${signed.createdAt}::timestamptz, ${signed.keyId}, ${signed.signature},
+                ${signed.rootHash}, ${signed.note})
         ON CONFLICT (org_id, seq) DO NOTHING`;
       if (inserted === 0) {
         const [existing] = await tx.$queryRawUnsafe<CheckpointRow[]>(

@@ -17,6 +17,12 @@ export interface CheckpointClaim {
 export interface Checkpoint extends CheckpointClaim {
   /** Base64 Ed25519 signature over checkpointBytes(claim). */
   signature: string;
+  /** The Merkle tree the checkpoint states (docs/receipts.md): its size is `seq`. */
+  treeSize?: number;
+  /** Hex root hash of the tree of the first `seq` events; null on checkpoints signed before the tree. */
+  rootHash?: string | null;
+  /** The C2SP tlog-checkpoint signed note of the tree; null likewise. */
+  note?: string | null;
 }
 
 /** A public key as GET /v1/audit/keys serves it. */

@@ -7,6 +7,7 @@ import type { AttemptResolution, AttemptTarget, DeliveryStore, PendingDelivery }
 import type { EndpointSlots } from './endpoint-slots.js';
 import { sendWebhook, type AttemptResult } from './webhook-sender.js';
 import type { WebhookSecrets } from './webhook-secrets.js';
+import { sealWebhookReceipt, type ReceiptKeys } from '../audit/receipt-signing.js';
 import { signDelivery } from './webhook-signing.js';
 
 /** One attempt of one delivery: a retry, a redelivery, a sweep, or a first attempt on its own. */
@@ -35,6 +36,8 @@ export interface DeliveryOptions {
   stalledGraceMs: number;
   /** Opens the endpoints' stored secrets to sign with. */
   secrets: WebhookSecrets;
+  /** Signs the receipts of settling events as they are delivered (sealWebhookReceipt). */
+  receipts: ReceiptKeys;
   timeoutMs?: number;
 }
 
@@ -211,7 +214,7 @@ export class DeliveryService {
     let result: AttemptResult;
     const attemptedAt = new Date();
     try {
-      const { rawBody } = target;
+      const rawBody = sealWebhookReceipt(target.rawBody, target.orgId, target.auditSeq, await this.options.receipts.receiptSigner());
       const endpoint = { orgId: target.orgId, endpointId: target.endpoint.id };
       const secrets = target.endpoint.storedSecrets.map((stored) => this.options.secrets.fromStored(endpoint, stored));
       const headers = signDelivery({ secrets, eventId: target.eventId, deliveryId, rawBody });

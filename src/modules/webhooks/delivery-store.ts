@@ -13,8 +13,10 @@ export interface AttemptTarget {
   status: 'pending' | 'succeeded' | 'failed';
   attemptCount: number;
   eventId: string;
-  /** The webhook body as committed with the state change: the bytes every attempt sends. */
+  /** The webhook body as committed with the state change: the bytes every attempt sends, its receipt signed. */
   rawBody: string;
+  /** The audit event the webhook is (null for checkpoints), whose seq a settlement's receipt names. */
+  auditSeq: number | null;
   endpoint: {
     id: string;
     url: string;
@@ -59,6 +61,7 @@ interface TargetRow {
   attemptCount: number;
   eventId: string;
   rawBody: string;
+  auditSeq: string | null;
   endpointId: string;
   url: string;
   enabled: boolean;
@@ -75,6 +78,7 @@ const TARGET_COLUMNS = selectList({
   deliveryId: delivery.id,
   ...pickColumns(delivery, ['orgId', 'status', 'attemptCount', 'eventId']),
   rawBody: `${qualified('o', OUTBOX_MESSAGE_COLUMNS).body}::text`,
+  auditSeq: `${qualified('o', OUTBOX_MESSAGE_COLUMNS).auditSeq}::text`,
   endpointId: endpoint.id,
   ...pickColumns(endpoint, ['url', 'enabled', 'failingSince', 'secret']),
   previousSecret: `CASE WHEN ${endpoint.previousSecretExpiresAt} > clock_timestamp() THEN ${endpoint.previousSecret} END`,
@@ -88,6 +92,7 @@ function toTarget(row: TargetRow): AttemptTarget {
     attemptCount: row.attemptCount,
     eventId: row.eventId,
     rawBody: row.rawBody,
+    auditSeq: row.auditSeq === null ? null : Number(row.auditSeq),
     endpoint: {
       id: row.endpointId,
       url: row.url,
