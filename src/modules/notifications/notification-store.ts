@@ -50,6 +50,8 @@ export const NOTIFICATION_COLUMNS = {
   sentAt: 'sent_at',
   slackChannelId: 'slack_channel_id',
   slackTs: 'slack_ts',
+  teamsConversationId: 'teams_conversation_id',
+  teamsActivityId: 'teams_activity_id',
 } as const satisfies ColumnMap<ApprovalNotification>;
 
 const ENTITLED_MEMBER_COLUMNS = selectList(
