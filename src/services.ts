@@ -34,6 +34,8 @@ import { PolicyService } from './modules/policies/policy-service.js';
 import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
 import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
+import { TeamsActivities } from './modules/teams/teams-activities.js';
+import { TeamsService } from './modules/teams/teams-service.js';
 import { secretBoxOf } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
 import { DeliveryStore } from './modules/webhooks/delivery-store.js';
@@ -68,6 +70,8 @@ export interface Services extends ConsumerContext {
   audit: AuditService;
   /** Buttons pressed and modals submitted in Slack. */
   slackInteractions: SlackInteractions;
+  /** Card actions pressed in Teams. */
+  teamsActivities: TeamsActivities;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
@@ -168,6 +172,17 @@ export async function createServices(
     config,
     logger,
   });
+  const teams = new TeamsService(
+    db,
+    {
+      loginUrl: config.TEAMS_LOGIN_URL,
+      serviceUrl: config.TEAMS_SERVICE_URL,
+      openIdMetadataUrl: config.TEAMS_OPENID_METADATA_URL,
+      tokenIssuer: config.TEAMS_TOKEN_ISSUER,
+      secrets,
+    },
+    { outboxSignal, logger },
+  );
 
   return {
     config,
@@ -196,6 +211,8 @@ export async function createServices(
     decisionLinks: new DecisionLinkService(sql, approvals, { publicUrl: config.PUBLIC_URL }),
     slack,
     slackInteractions,
+    teams,
+    teamsActivities: new TeamsActivities({ teams, approvals, members, config }),
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
     async checkReadiness() {

@@ -8,6 +8,7 @@ import { AppError } from '../lib/errors.js';
 import { secretBoxOf, type SecretBox } from '../lib/secret-box.js';
 import { resealColumns } from '../data/sealed-columns.js';
 import { slackSecretColumns } from '../modules/slack/slack-service.js';
+import { teamsSecretColumns } from '../modules/teams/teams-service.js';
 import { webhookSecretColumns } from '../modules/webhooks/webhook-secrets.js';
 import { MemberService } from '../modules/members/member-service.js';
 import { OrgService } from '../modules/orgs/org-service.js';
@@ -96,6 +97,7 @@ const commands = {
       return {
         webhookEndpoints: await resealColumns(db, secrets, webhookSecretColumns),
         slackIntegrations: await resealColumns(db, secrets, slackSecretColumns),
+        teamsIntegrations: await resealColumns(db, secrets, teamsSecretColumns),
       };
     },
   },

@@ -23,6 +23,7 @@ import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { mountSlackInteractions, slackInteractionOperation } from './slack-interactions.js';
+import { mountTeamsActivities, teamsActivityOperation } from './teams-activities.js';
 
 const API_DESCRIPTION =
   'An agent asks before it acts; a policy answers at once or a human decides; every outcome is written into a per-organization audit chain and delivered as a signed webhook. The guide, with examples, is in docs/ of the repository.';
@@ -44,7 +45,7 @@ export function createApp(services: Services): Express {
     ...memberRoutes(services.members, services.mailer.transport),
     ...sessionRoutes(services.members, signInGuards(services)),
     ...keyRoutes(services.orgs),
-    ...integrationRoutes(services.slack),
+    ...integrationRoutes(services.slack, services.teams),
   ];
   const { METRICS_TOKEN } = services.config;
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0', description: API_DESCRIPTION }, [
@@ -54,6 +55,7 @@ export function createApp(services: Services): Express {
     consoleOperation,
     ...decisionLinkOperations,
     slackInteractionOperation,
+    teamsActivityOperation,
   ]);
 
   mountHealthChecks(app, () => services.checkReadiness());
@@ -63,6 +65,7 @@ export function createApp(services: Services): Express {
 
   mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
   mountSlackInteractions(app, services.slackInteractions);
+  mountTeamsActivities(app, services.teamsActivities);
   if (services.config.NODE_ENV === 'development' && services.mailer.transport === 'log' && services.mailbox)
     mountDevMailbox(app, services.mailbox);
 
