@@ -29,11 +29,20 @@ export const teamsPostConsumer = defineEventHandler({
       return { skipped: 'nobody may decide it through Teams' };
     }
 
-    const key: NotificationKey = { orgId: event.orgId, approvalId, revision: approval.revision, channel: 'teams', recipient: connection.channelId };
+    const key: NotificationKey = {
+      orgId: event.orgId,
+      approvalId,
+      revision: approval.revision,
+      channel: 'teams',
+      recipient: connection.channelId,
+    };
     if (!(await notifications.claim(key))) return { skipped: 'already posted' };
     let activityId: string;
     try {
-      activityId = await connection.bot.post(connection.channelId, approvalCard(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes));
+      activityId = await connection.bot.post(
+        connection.channelId,
+        approvalCard(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes),
+      );
     } catch (error) {
       const outcome = error instanceof RetryLater || (error instanceof TeamsCallError && error.notApplied) ? 'retry' : 'uncertain';
       await notifications.markFailed(key, outcome, error instanceof Error ? error.message : String(error));

@@ -38,10 +38,10 @@ export function integrationRoutes(slack: SlackService, teams: TeamsService) {
         return { status: 204 };
       },
     }),
-      defineRoute({
+    defineRoute({
       method: 'put',
       path: '/v1/integrations/teams',
-      summary: "Connect a Microsoft Teams bot (its credentials are checked by asking Entra for a token); the app secret is never returned",
+      summary: 'Connect a Microsoft Teams bot (its credentials are checked by asking Entra for a token); the app secret is never returned',
       scope: 'integrations:write',
       body: teamsIntegrationInputSchema,
       responses: {

@@ -33,7 +33,10 @@ export const slackIdentitySchema = z.strictObject({
 export const teamsIdentitySchema = z.strictObject({
   aadObjectId: z
     .string()
-    .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'aadObjectId must be an Entra object id (a GUID)')
+    .regex(
+      /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+      'aadObjectId must be an Entra object id (a GUID)',
+    )
     .transform((value) => value.toLowerCase()),
 });
 

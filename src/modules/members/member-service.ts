@@ -314,7 +314,12 @@ export class MemberService {
   /** A single-use console link (15 minutes) that links this Entra object id to whoever opens it signed in. */
   async issueTeamsLink(orgId: string, aadObjectId: string): Promise<string> {
     const token = newSecretToken();
-    await this.store.addTeamsLinkToken({ tokenHash: digestToken(token), orgId, aadObjectId, expiresAt: new Date(Date.now() + SLACK_LINK_TTL_MS) });
+    await this.store.addTeamsLinkToken({
+      tokenHash: digestToken(token),
+      orgId,
+      aadObjectId,
+      expiresAt: new Date(Date.now() + SLACK_LINK_TTL_MS),
+    });
     return `${this.options.publicUrl}/console/link-teams/${token}`;
   }
 
@@ -323,7 +328,8 @@ export class MemberService {
     const outcome = await this.store.linkTeamsIdentity(tenant.orgId, memberIdOf(tenant), digestToken(token), (member) =>
       memberEvent('member.updated', tenant.actor, member, { teamsLinked: true }),
     );
-    if (outcome === 'gone') throw new GoneError('This Teams link is unknown, used or expired. Press a button on the card in Teams again for a new one.');
+    if (outcome === 'gone')
+      throw new GoneError('This Teams link is unknown, used or expired. Press a button on the card in Teams again for a new one.');
     if (outcome === 'taken') throw identityTaken('Teams');
     this.afterCommit.outboxSignal.notify();
   }

@@ -1,7 +1,14 @@
 import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
 import { isUniqueViolation } from '../../data/database-errors.js';
-import { Prisma, type Member, type MemberRole, type Plan, type SlackLinkToken, type TeamsLinkToken } from '../../generated/prisma/client.js';
+import {
+  Prisma,
+  type Member,
+  type MemberRole,
+  type Plan,
+  type SlackLinkToken,
+  type TeamsLinkToken,
+} from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import { ORGANIZATION_COLUMNS } from '../orgs/org-columns.js';
@@ -62,7 +69,9 @@ const SLACK_LINK_TOKEN_FOUND = Prisma.raw(
 const SLACK_IDENTITY = Prisma.raw(selectList(pickColumns(SLACK_LINK_TOKEN_COLUMNS, ['teamId', 'userId'])));
 const TEAMS_IDENTITY = Prisma.raw(selectList(pickColumns(TEAMS_LINK_TOKEN_COLUMNS, ['aadObjectId'])));
 
-export type MemberChanges = Partial<Pick<Member, 'role' | 'name' | 'slackTeamId' | 'slackUserId' | 'teamsAadObjectId' | 'emailNotifications'>>;
+export type MemberChanges = Partial<
+  Pick<Member, 'role' | 'name' | 'slackTeamId' | 'slackUserId' | 'teamsAadObjectId' | 'emailNotifications'>
+>;
 
 /** The outcome of a change that must leave the organization an admin. */
 export type AdminGuarded<T> = { kind: 'done'; value: T } | { kind: 'not_found' } | { kind: 'last_admin' };
@@ -303,7 +312,12 @@ export class MemberStore {
     return this.db.member.findFirst({ where: { orgId, teamsAadObjectId: aadObjectId } });
   }
 
-  async addTeamsLinkToken(token: { tokenHash: Uint8Array<ArrayBuffer>; orgId: string; aadObjectId: string; expiresAt: Date }): Promise<void> {
+  async addTeamsLinkToken(token: {
+    tokenHash: Uint8Array<ArrayBuffer>;
+    orgId: string;
+    aadObjectId: string;
+    expiresAt: Date;
+  }): Promise<void> {
     await this.db.teamsLinkToken.create({ data: token });
   }
 

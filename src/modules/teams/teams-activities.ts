@@ -79,7 +79,8 @@ export class TeamsActivities {
     const aadObjectId = action.from.aadObjectId?.toLowerCase();
     const member = aadObjectId ? await this.services.members.findByTeamsIdentity(connection.orgId, aadObjectId) : null;
     if (!member) {
-      if (!aadObjectId) return this.card(connection, approval, { text: 'Teams did not say who you are (no Entra object id), so nothing was decided.' });
+      if (!aadObjectId)
+        return this.card(connection, approval, { text: 'Teams did not say who you are (no Entra object id), so nothing was decided.' });
       const url = await this.services.members.issueTeamsLink(connection.orgId, aadObjectId);
       return this.card(connection, approval, {
         text: 'Your Teams account is not linked to a member of Approval Gate. Link it (the link works once, for 15 minutes), then press again.',
@@ -92,7 +93,11 @@ export class TeamsActivities {
     if (verdict === 'changes_requested' && !feedback) {
       return this.card(connection, approval, { text: 'Say what should change in the feedback box: the agent revises the request by it.' });
     }
-    const decision = decisionSchema.safeParse({ verdict, ...(feedback ? { feedback } : {}), ...(data.revision ? { revision: data.revision } : {}) });
+    const decision = decisionSchema.safeParse({
+      verdict,
+      ...(feedback ? { feedback } : {}),
+      ...(data.revision ? { revision: data.revision } : {}),
+    });
     if (!decision.success) return this.card(connection, approval, { text: decision.error.issues[0]!.message });
     try {
       const decided = await this.services.approvals.decide(connection.orgId, approval.id, decision.data, voter);
@@ -104,7 +109,10 @@ export class TeamsActivities {
   }
 
   /** The approval of the card, in the organization (of those that verified) that has it. */
-  private async locate(connections: TeamsConnection[], approvalId: string): Promise<{ connection: TeamsConnection; approval: ApprovalView } | null> {
+  private async locate(
+    connections: TeamsConnection[],
+    approvalId: string,
+  ): Promise<{ connection: TeamsConnection; approval: ApprovalView } | null> {
     for (const connection of connections) {
       const approval = await this.services.approvals.find(connection.orgId, approvalId);
       if (approval) return { connection, approval };

@@ -51,7 +51,9 @@ export function approvalCard(
       ? [
           `**Revision ${approval.revision}** · Changed fields: ${changes ? cardEscape(describeChangedFields(changes)) : '(not recorded)'}`,
           ...(entry?.feedback
-            ? [`Changes asked${entry.requestedBy ? ` by ${cardEscape(describeDecider({ decidedBy: entry.requestedBy }))}` : ''}: ${cardEscape(entry.feedback)}`]
+            ? [
+                `Changes asked${entry.requestedBy ? ` by ${cardEscape(describeDecider({ decidedBy: entry.requestedBy }))}` : ''}: ${cardEscape(entry.feedback)}`,
+              ]
             : []),
           ...(entry?.note ? [`Agent's note: ${cardEscape(entry.note)}`] : []),
         ]
@@ -60,7 +62,9 @@ export function approvalCard(
   const body: IAdaptiveCard['body'] = [
     {
       type: 'TextBlock',
-      text: cardEscape(`${pending ? 'Approval needed' : 'Approval'}: ${approval.action}${approval.revision > 1 ? ` (revision ${approval.revision})` : ''}`),
+      text: cardEscape(
+        `${pending ? 'Approval needed' : 'Approval'}: ${approval.action}${approval.revision > 1 ? ` (revision ${approval.revision})` : ''}`,
+      ),
       size: 'Large',
       weight: 'Bolder',
       wrap: true,
@@ -100,7 +104,13 @@ export function approvalCard(
       : []),
     { type: 'Action.OpenUrl', title: 'Open in console', url: consoleUrl },
   ];
-  return { type: 'AdaptiveCard', $schema: 'http://adaptivecards.io/schemas/adaptive-card.json', version: '1.5', body, actions } as IAdaptiveCard;
+  return {
+    type: 'AdaptiveCard',
+    $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+    version: '1.5',
+    body,
+    actions,
+  } as IAdaptiveCard;
 }
 
 /** The card of an earlier revision once the request was revised: how that revision ended, without buttons. */
@@ -112,7 +122,13 @@ export function supersededCard(approval: ApprovalView, revision: number, console
     $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
     version: '1.5',
     body: [
-      { type: 'TextBlock', text: cardEscape(`${approval.action}${revision > 1 ? ` (revision ${revision})` : ''}`), size: 'Large', weight: 'Bolder', wrap: true },
+      {
+        type: 'TextBlock',
+        text: cardEscape(`${approval.action}${revision > 1 ? ` (revision ${revision})` : ''}`),
+        size: 'Large',
+        weight: 'Bolder',
+        wrap: true,
+      },
       { type: 'TextBlock', text: cardEscape(`Changes requested${asked}: ${next?.feedback ?? '(no feedback kept)'}`), wrap: true },
       { type: 'TextBlock', text: cardEscape(`The agent sent revision ${approval.revision}, posted as a new card.`), wrap: true },
     ],

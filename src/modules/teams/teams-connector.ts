@@ -54,7 +54,11 @@ export async function botToken(endpoints: TeamsEndpoints, credentials: BotCreden
     // Nothing is posted before a token exists, so a token that never came changes nothing.
     throw new TeamsCallError(`Entra could not be reached for the bot's token (${(error as Error).message})`, null, true);
   }
-  const answer = (await response.json().catch(() => null)) as { access_token?: unknown; error?: unknown; error_description?: unknown } | null;
+  const answer = (await response.json().catch(() => null)) as {
+    access_token?: unknown;
+    error?: unknown;
+    error_description?: unknown;
+  } | null;
   if (!response.ok || typeof answer?.access_token !== 'string') {
     const reason = String(answer?.error_description ?? answer?.error ?? `HTTP ${response.status}`);
     throw new TeamsCallError(`Entra refused the bot's credentials: ${reason}`, response.status, true);
@@ -103,6 +107,10 @@ async function connectorCall<T>(call: () => Promise<T>): Promise<T> {
       throw new RetryLater(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000, 'the Bot Connector answered 429');
     }
     const notApplied = status !== null || NEVER_CONNECTED.has(failure.code ?? '');
-    throw new TeamsCallError(`The Bot Connector ${status ? `answered ${status}` : `failed (${failure.message ?? 'unknown'})`}`, status, notApplied);
+    throw new TeamsCallError(
+      `The Bot Connector ${status ? `answered ${status}` : `failed (${failure.message ?? 'unknown'})`}`,
+      status,
+      notApplied,
+    );
   }
 }

@@ -10,7 +10,11 @@ const guid = (field: string) =>
 export const teamsIntegrationInputSchema = z
   .strictObject({
     appId: guid('appId').meta({ description: "The bot's Microsoft App ID (its Entra application's client id)." }),
-    appSecret: z.string().min(8).max(256).meta({ description: "A client secret of the bot's Entra application; sealed at rest, never returned." }),
+    appSecret: z
+      .string()
+      .min(8)
+      .max(256)
+      .meta({ description: "A client secret of the bot's Entra application; sealed at rest, never returned." }),
     tenantId: guid('tenantId').meta({ description: 'The Entra tenant of the team; activities from other tenants are refused.' }),
     teamId: storableString('teamId').min(1).max(200).meta({ description: 'The team (its General channel id, 19:…@thread.tacv2).' }),
     channelId: storableString('channelId')

@@ -219,7 +219,11 @@ function toView(integration: TeamsIntegration): TeamsIntegrationView {
   };
 }
 
-function integrationEvent(type: 'integration.updated' | 'integration.removed', tenant: Tenant, integration: TeamsIntegration): AuditEventDraft {
+function integrationEvent(
+  type: 'integration.updated' | 'integration.removed',
+  tenant: Tenant,
+  integration: TeamsIntegration,
+): AuditEventDraft {
   return {
     type,
     actor: tenant.actor,
