@@ -36,6 +36,7 @@ import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
 import { TeamsActivities } from './modules/teams/teams-activities.js';
 import { TeamsService } from './modules/teams/teams-service.js';
+import { PushService } from './modules/push/push-service.js';
 import { secretBoxOf } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
 import { DeliveryStore } from './modules/webhooks/delivery-store.js';
@@ -213,6 +214,13 @@ export async function createServices(
     slackInteractions,
     teams,
     teamsActivities: new TeamsActivities({ teams, approvals, members, config }),
+    push: new PushService(db, {
+      vapid:
+        config.VAPID_PUBLIC_KEY && config.VAPID_PRIVATE_KEY
+          ? { publicKey: config.VAPID_PUBLIC_KEY, privateKey: config.VAPID_PRIVATE_KEY, subject: config.VAPID_SUBJECT }
+          : null,
+      allowPrivate,
+    }),
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
     async checkReadiness() {

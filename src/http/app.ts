@@ -19,6 +19,7 @@ import { approvalRoutes } from './routes/approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { memberRoutes } from './routes/member-routes.js';
+import { pushRoutes } from './routes/push-routes.js';
 import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
@@ -44,6 +45,7 @@ export function createApp(services: Services): Express {
     ...auditRoutes(services.audit, services.checkpoints),
     ...memberRoutes(services.members, services.mailer.transport),
     ...sessionRoutes(services.members, signInGuards(services)),
+    ...pushRoutes(services.push),
     ...keyRoutes(services.orgs),
     ...integrationRoutes(services.slack, services.teams),
   ];
