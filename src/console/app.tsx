@@ -23,6 +23,7 @@ const PoliciesPage = page(() => import('./pages/policies-page'), 'PoliciesPage')
 const PolicyEditorPage = page(() => import('./pages/policy-editor-page'), 'PolicyEditorPage');
 const SettingsPage = page(() => import('./pages/settings-page'), 'SettingsPage');
 const SlackLinkPage = page(() => import('./pages/slack-link-page'), 'SlackLinkPage');
+const TeamsLinkPage = page(() => import('./pages/teams-link-page'), 'TeamsLinkPage');
 const WebhookPage = page(() => import('./pages/webhook-page'), 'WebhookPage');
 const WebhooksPage = page(() => import('./pages/webhooks-page'), 'WebhooksPage');
 
@@ -78,6 +79,7 @@ export function App() {
             <Route path="members" element={<MembersPage />} />
             <Route path="settings" element={<SettingsPage />} />
             <Route path="link-slack/:token" element={<SlackLinkPage />} />
+            <Route path="link-teams/:token" element={<TeamsLinkPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Route>
