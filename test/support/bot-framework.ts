@@ -23,7 +23,7 @@ export interface ConnectorCall {
 
 export interface AdaptiveCardJson {
   type: 'AdaptiveCard';
-  body: { type: string; text?: string; id?: string; facts?: { title: string; value: string }[] }[];
+  body: { type: string; id?: string; inlines?: { text: string }[] }[];
   actions?: { type: string; title: string; verb?: string; url?: string; data?: Record<string, unknown> }[];
 }
 

@@ -11,14 +11,25 @@ export type CardVerb = keyof typeof CARD_VERBS;
 /** The id of the card's feedback input: Teams merges its value into the action's data. */
 export const FEEDBACK_INPUT = 'feedback';
 
+const SCHEMA = 'http://adaptivecards.io/schemas/adaptive-card.json';
+
+type TextStyle = { size?: 'Large'; weight?: 'Bolder'; color?: 'Good' | 'Attention' | 'Warning'; fontType?: 'Monospace' };
+
 /**
- * Adaptive Cards read TextBlock and FactSet text as Markdown: a request's own text could make a
- * link or a heading. Every text that holds anything of a request, a vote or a member goes
- * through this.
+ * A line of text. Adaptive Cards read a TextBlock's and a FactSet's text as Markdown, so a
+ * request's own text could make a link or a heading there; a TextRun of a RichTextBlock is shown
+ * as it is. Everything that holds anything of a request, a vote or a member is written with this.
  */
-export function cardEscape(text: string): string {
-  return text.replace(/[\\`*_{}[\]()#+\-.!<>|~]/g, '\\$&');
+function plain(...runs: (string | [string, TextStyle])[]) {
+  return {
+    type: 'RichTextBlock' as const,
+    inlines: runs.map((run) =>
+      typeof run === 'string' ? { type: 'TextRun' as const, text: run } : { type: 'TextRun' as const, text: run[0], ...run[1] },
+    ),
+  };
 }
+
+const fact = (title: string, value: string) => plain([`${title}: `, { weight: 'Bolder' }], value);
 
 /** What a card says to the one person who pressed a button (a refusal, a link to follow). */
 export interface CardNotice {
@@ -39,47 +50,32 @@ export function approvalCard(
   notice: CardNotice | null = null,
 ): IAdaptiveCard {
   const pending = approval.status === 'pending';
-  const facts = [
-    { title: 'Agent', value: cardEscape(approval.agent ?? '(not given)') },
-    { title: 'Policy key', value: cardEscape(approval.policyKey) },
-    ...(approval.expiresAt ? [{ title: 'Expires', value: cardEscape(formatUtc(approval.expiresAt)) }] : []),
-    ...(approval.quorum > 1 ? [{ title: 'Approvals needed', value: String(approval.quorum) }] : []),
-  ];
   const entry = approval.revisions.find((revision) => revision.revision === approval.revision);
   const revisionLines =
     approval.revision > 1
       ? [
-          `**Revision ${approval.revision}** · Changed fields: ${changes ? cardEscape(describeChangedFields(changes)) : '(not recorded)'}`,
+          fact(`Revision ${approval.revision}, changed fields`, changes ? describeChangedFields(changes) : '(not recorded)'),
           ...(entry?.feedback
-            ? [
-                `Changes asked${entry.requestedBy ? ` by ${cardEscape(describeDecider({ decidedBy: entry.requestedBy }))}` : ''}: ${cardEscape(entry.feedback)}`,
-              ]
+            ? [fact(`Changes asked${entry.requestedBy ? ` by ${describeDecider({ decidedBy: entry.requestedBy })}` : ''}`, entry.feedback)]
             : []),
-          ...(entry?.note ? [`Agent's note: ${cardEscape(entry.note)}`] : []),
+          ...(entry?.note ? [fact("Agent's note", entry.note)] : []),
         ]
       : [];
   const outcome = pending ? describeOutcome(approval) : describeSettlement(approval);
-  const body: IAdaptiveCard['body'] = [
-    {
-      type: 'TextBlock',
-      text: cardEscape(
-        `${pending ? 'Approval needed' : 'Approval'}: ${approval.action}${approval.revision > 1 ? ` (revision ${approval.revision})` : ''}`,
-      ),
-      size: 'Large',
-      weight: 'Bolder',
-      wrap: true,
-    },
-    ...revisionLines.map((text) => ({ type: 'TextBlock' as const, text, wrap: true })),
-    { type: 'FactSet', facts },
-    { type: 'TextBlock', text: cardEscape(shownPayload(approval.payload).text), fontType: 'Monospace', wrap: true },
-    {
-      type: 'TextBlock',
-      text: cardEscape(outcome),
-      wrap: true,
-      weight: pending ? 'Default' : 'Bolder',
-      color: pending ? 'Default' : approval.status === 'approved' ? 'Good' : 'Attention',
-    },
-    ...(notice ? [{ type: 'TextBlock' as const, text: cardEscape(notice.text), wrap: true, color: 'Warning' as const }] : []),
+  const outcomeStyle: TextStyle = pending ? {} : { weight: 'Bolder', color: approval.status === 'approved' ? 'Good' : 'Attention' };
+  const body = [
+    plain([
+      `${pending ? 'Approval needed' : 'Approval'}: ${approval.action}${approval.revision > 1 ? ` (revision ${approval.revision})` : ''}`,
+      { size: 'Large', weight: 'Bolder' },
+    ]),
+    ...revisionLines,
+    fact('Agent', approval.agent ?? '(not given)'),
+    fact('Policy key', approval.policyKey),
+    ...(approval.expiresAt ? [fact('Expires', formatUtc(approval.expiresAt))] : []),
+    ...(approval.quorum > 1 ? [fact('Approvals needed', String(approval.quorum))] : []),
+    plain([shownPayload(approval.payload).text, { fontType: 'Monospace' }]),
+    plain([outcome, outcomeStyle]),
+    ...(notice ? [plain([notice.text, { color: 'Warning' }])] : []),
     ...(pending
       ? [
           {
@@ -93,7 +89,7 @@ export function approvalCard(
       : []),
   ];
   const data = { approvalId: approval.id, revision: approval.revision };
-  const actions: IAdaptiveCard['actions'] = [
+  const actions = [
     ...(notice?.link ? [{ type: 'Action.OpenUrl' as const, title: notice.link.title, url: notice.link.url }] : []),
     ...(pending
       ? [
@@ -102,15 +98,9 @@ export function approvalCard(
           { type: 'Action.Execute' as const, title: 'Request changes', verb: 'request_changes', data },
         ]
       : []),
-    { type: 'Action.OpenUrl', title: 'Open in console', url: consoleUrl },
+    { type: 'Action.OpenUrl' as const, title: 'Open in console', url: consoleUrl },
   ];
-  return {
-    type: 'AdaptiveCard',
-    $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
-    version: '1.5',
-    body,
-    actions,
-  } as IAdaptiveCard;
+  return { type: 'AdaptiveCard', $schema: SCHEMA, version: '1.5', body, actions } as IAdaptiveCard;
 }
 
 /** The card of an earlier revision once the request was revised: how that revision ended, without buttons. */
@@ -119,18 +109,12 @@ export function supersededCard(approval: ApprovalView, revision: number, console
   const asked = next?.requestedBy ? ` by ${describeDecider({ decidedBy: next.requestedBy })}` : '';
   return {
     type: 'AdaptiveCard',
-    $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+    $schema: SCHEMA,
     version: '1.5',
     body: [
-      {
-        type: 'TextBlock',
-        text: cardEscape(`${approval.action}${revision > 1 ? ` (revision ${revision})` : ''}`),
-        size: 'Large',
-        weight: 'Bolder',
-        wrap: true,
-      },
-      { type: 'TextBlock', text: cardEscape(`Changes requested${asked}: ${next?.feedback ?? '(no feedback kept)'}`), wrap: true },
-      { type: 'TextBlock', text: cardEscape(`The agent sent revision ${approval.revision}, posted as a new card.`), wrap: true },
+      plain([`${approval.action}${revision > 1 ? ` (revision ${revision})` : ''}`, { size: 'Large', weight: 'Bolder' }]),
+      fact(`Changes requested${asked}`, next?.feedback ?? '(no feedback kept)'),
+      plain(`The agent sent revision ${approval.revision}, posted as a new card.`),
     ],
     actions: [{ type: 'Action.OpenUrl', title: 'Open in console', url: consoleUrl }],
   } as IAdaptiveCard;
