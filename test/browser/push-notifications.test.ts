@@ -31,7 +31,12 @@ describe('the console on a phone', () => {
   it('is an installable web app: a manifest with its icons, served from the console', async () => {
     const manifest = await env.http.get('/console/manifest.webmanifest').expect(200);
     expect(manifest.headers['content-type']).toMatch(/^application\/manifest\+json/);
-    const body = JSON.parse(manifest.text) as { start_url: string; scope: string; display: string; icons: { src: string; sizes: string }[] };
+    const body = JSON.parse(manifest.text) as {
+      start_url: string;
+      scope: string;
+      display: string;
+      icons: { src: string; sizes: string }[];
+    };
     expect(body).toMatchObject({ start_url: '/console/', scope: '/console/', display: 'standalone' });
     expect(body.icons.map((icon) => icon.sizes)).toEqual(['192x192', '512x512', '512x512']);
     for (const icon of body.icons) {

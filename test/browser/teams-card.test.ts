@@ -28,7 +28,9 @@ afterAll(async () => {
 /** Renders a card's JSON with Microsoft's Adaptive Cards renderer, as a host would, and answers what it rendered. */
 async function render(card: unknown, name: string) {
   const page = await browser.newPage({ viewport: { width: 520, height: 900 } });
-  await page.setContent(`<html><head><style>${await RENDERER_CSS}</style></head><body style="font-family: sans-serif; margin: 16px; background: #f5f5f5"><div id="card" style="width: 480px; background: #fff"></div></body></html>`);
+  await page.setContent(
+    `<html><head><style>${await RENDERER_CSS}</style></head><body style="font-family: sans-serif; margin: 16px; background: #f5f5f5"><div id="card" style="width: 480px; background: #fff"></div></body></html>`,
+  );
   await page.addScriptTag({ content: await RENDERER });
   // A string, evaluated in the page: this file is compiled without the DOM's types.
   const rendered = (await page.evaluate(`(() => {
@@ -48,7 +50,12 @@ describe('the Teams card, rendered from its JSON with the Adaptive Cards rendere
     const { id } = (
       await org
         .request('post', '/v1/approvals')
-        .send({ action: 'refund', payload: { amount: 250, currency: 'EUR', customer: 'cus_8812' }, policyKey: 'refunds', agent: 'billing-bot' })
+        .send({
+          action: 'refund',
+          payload: { amount: 250, currency: 'EUR', customer: 'cus_8812' },
+          policyKey: 'refunds',
+          agent: 'billing-bot',
+        })
         .expect(201)
     ).body;
     const pending = (await env.services.approvals.findForNotice(org.orgId, id))!.approval;
@@ -59,7 +66,10 @@ describe('the Teams card, rendered from its JSON with the Adaptive Cards rendere
     expect(open.text).toContain('billing-bot');
     expect(open.text).toContain('"currency": "EUR"');
 
-    await org.asReviewer('post', `/v1/approvals/${id}/decision`).send({ verdict: 'rejected', feedback: 'refunds above 200 need a manager' }).expect(200);
+    await org
+      .asReviewer('post', `/v1/approvals/${id}/decision`)
+      .send({ verdict: 'rejected', feedback: 'refunds above 200 need a manager' })
+      .expect(200);
     const settled = (await env.services.approvals.findForNotice(org.orgId, id))!.approval;
     const closed = await render(approvalCard(settled, url), 'teams-card-settled');
     expect(closed.buttons).toEqual(['Open in console']);
