@@ -102,10 +102,33 @@ const environmentSchema = z.object({
   SLACK_API_URL: z.url({ protocol: /^https?$/ }).default('https://slack.com/api/'),
   /** At most one Slack message (post or update) per channel this often, across all workers (Slack allows about one a second). */
   SLACK_MESSAGE_INTERVAL_MS: positiveInt.default(1_000),
+  /** Entra's login host, where the Teams bot gets its tokens (client credentials); tests point it at a local stand-in. */
+  TEAMS_LOGIN_URL: z.url({ protocol: /^https?$/ }).default('https://login.microsoftonline.com'),
+  /** The Bot Connector service the Teams bot posts through (the team's region; the global one routes to it). */
+  TEAMS_SERVICE_URL: z.url({ protocol: /^https?$/ }).default('https://smba.trafficmanager.net/teams/'),
+  /** The Bot Framework's OpenID metadata, whose jwks_uri lists the keys that sign activities sent to the bot. */
+  TEAMS_OPENID_METADATA_URL: z.url({ protocol: /^https?$/ }).default('https://login.botframework.com/v1/.well-known/openidconfiguration'),
+  /** The issuer every token of an activity sent to the bot must name. */
+  TEAMS_TOKEN_ISSUER: z.string().min(1).default('https://api.botframework.com'),
+  /** Web Push (VAPID, RFC 8292): the public key (base64url, 65 bytes uncompressed P-256) browsers subscribe with; push is off without it. */
+  VAPID_PUBLIC_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{87}$/, 'VAPID_PUBLIC_KEY must be an uncompressed P-256 public key, base64url (npx web-push generate-vapid-keys)')
+    .optional(),
+  /** Its private key (base64url, 32 bytes). */
+  VAPID_PRIVATE_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{43}$/, 'VAPID_PRIVATE_KEY must be a P-256 private key, base64url (npx web-push generate-vapid-keys)')
+    .optional(),
+  /** Who push services may contact about this sender: a mailto: or https: URL. */
+  VAPID_SUBJECT: z
+    .string()
+    .regex(/^(mailto:|https:\/\/)\S+$/, 'VAPID_SUBJECT must be a mailto: or https: URL')
+    .default('mailto:operations@approval-gate.invalid'),
   /**
    * 32 random bytes, base64: seals the secrets the service reads back (Slack's bot token and
-   * signing secret, webhook signing secrets) at rest with AES-256-GCM. Without it no Slack
-   * workspace can be connected, and webhook secrets are stored as they are.
+   * signing secret, the Teams bot's app secret, webhook signing secrets) at rest with AES-256-GCM.
+   * Without it no Slack workspace or Teams bot can be connected, and webhook secrets are stored as they are.
    */
   SECRETS_ENCRYPTION_KEY: z
     .string()
@@ -188,6 +211,10 @@ const configSchema = environmentSchema
       when: () => true,
     },
   )
+  .refine((env) => (env.VAPID_PUBLIC_KEY === undefined) === (env.VAPID_PRIVATE_KEY === undefined), {
+    path: ['VAPID_PRIVATE_KEY'],
+    message: 'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY go together: set both to turn Web Push on, or neither',
+  })
   .refine((env) => env.SECRETS_ENCRYPTION_KEY !== undefined || env.SECRETS_ENCRYPTION_KEYS_OLD.length === 0, {
     path: ['SECRETS_ENCRYPTION_KEYS_OLD'],
     message: 'SECRETS_ENCRYPTION_KEYS_OLD needs SECRETS_ENCRYPTION_KEY: the old keys only open what the current one reseals',

@@ -35,6 +35,9 @@ import { PolicyService } from './modules/policies/policy-service.js';
 import { SlackRateLimiter } from './modules/slack/slack-rate-limiter.js';
 import { SlackInteractions } from './modules/slack/slack-interactions.js';
 import { SlackService } from './modules/slack/slack-service.js';
+import { TeamsActivities } from './modules/teams/teams-activities.js';
+import { TeamsService } from './modules/teams/teams-service.js';
+import { PushService } from './modules/push/push-service.js';
 import { secretBoxOf } from './lib/secret-box.js';
 import { DeliveryService } from './modules/webhooks/delivery-service.js';
 import { DeliveryStore } from './modules/webhooks/delivery-store.js';
@@ -73,6 +76,8 @@ export interface Services extends ConsumerContext {
   auditTree: AuditTree;
   /** Buttons pressed and modals submitted in Slack. */
   slackInteractions: SlackInteractions;
+  /** Card actions pressed in Teams. */
+  teamsActivities: TeamsActivities;
   /** Database and Redis reachable, for /readyz. */
   checkReadiness(): Promise<{ postgres: boolean; redis: boolean }>;
   close(): Promise<void>;
@@ -193,6 +198,17 @@ export async function createServices(
     config,
     logger,
   });
+  const teams = new TeamsService(
+    db,
+    {
+      loginUrl: config.TEAMS_LOGIN_URL,
+      serviceUrl: config.TEAMS_SERVICE_URL,
+      openIdMetadataUrl: config.TEAMS_OPENID_METADATA_URL,
+      tokenIssuer: config.TEAMS_TOKEN_ISSUER,
+      secrets,
+    },
+    { outboxSignal, logger },
+  );
 
   return {
     config,
@@ -222,6 +238,15 @@ export async function createServices(
     decisionLinks: new DecisionLinkService(sql, approvals, { publicUrl: config.PUBLIC_URL }),
     slack,
     slackInteractions,
+    teams,
+    teamsActivities: new TeamsActivities({ teams, approvals, members, config }),
+    push: new PushService(db, {
+      vapid:
+        config.VAPID_PUBLIC_KEY && config.VAPID_PRIVATE_KEY
+          ? { publicKey: config.VAPID_PUBLIC_KEY, privateKey: config.VAPID_PRIVATE_KEY, subject: config.VAPID_SUBJECT }
+          : null,
+      allowPrivate,
+    }),
     slackRateLimiter: new SlackRateLimiter(redis, config.REDIS_PREFIX, config.SLACK_MESSAGE_INTERVAL_MS),
     checkpoints,
     auditTree,

@@ -21,6 +21,7 @@ import { NOTIFICATION_COLUMNS } from '../src/modules/notifications/notification-
 import { OUTBOX_MESSAGE_COLUMNS } from '../src/modules/outbox/outbox-columns.js';
 import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from '../src/modules/orgs/org-columns.js';
 import { SLACK_INTEGRATION_COLUMNS, SLACK_LINK_TOKEN_COLUMNS } from '../src/modules/slack/slack-columns.js';
+import { TEAMS_INTEGRATION_COLUMNS, TEAMS_LINK_TOKEN_COLUMNS } from '../src/modules/teams/teams-columns.js';
 import { WEBHOOK_DELIVERY_COLUMNS, WEBHOOK_ENDPOINT_COLUMNS } from '../src/modules/webhooks/webhook-columns.js';
 import { POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
@@ -47,6 +48,8 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   sessions: SESSION_COLUMNS,
   slack_integrations: SLACK_INTEGRATION_COLUMNS,
   slack_link_tokens: SLACK_LINK_TOKEN_COLUMNS,
+  teams_integrations: TEAMS_INTEGRATION_COLUMNS,
+  teams_link_tokens: TEAMS_LINK_TOKEN_COLUMNS,
   webhook_deliveries: WEBHOOK_DELIVERY_COLUMNS,
   webhook_endpoints: WEBHOOK_ENDPOINT_COLUMNS,
 };
@@ -67,6 +70,7 @@ const NOT_READ_WITH_RAW_SQL = [
   'approval_votes',
   'member_invites',
   'monthly_usage',
+  'push_subscriptions',
   'sign_in_failures',
   'webhook_attempts',
 ];

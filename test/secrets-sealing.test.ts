@@ -265,6 +265,7 @@ describe('rotating SECRETS_ENCRYPTION_KEY', () => {
     expect(JSON.parse(again.stdout)).toEqual({
       webhookEndpoints: { resealed: 0, current: 2 },
       slackIntegrations: { resealed: 0, current: 1 },
+      teamsIntegrations: { resealed: 0, current: 0 },
     });
     await duringWorker.stop();
     workers.splice(workers.indexOf(duringWorker), 1);

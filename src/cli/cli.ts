@@ -92,14 +92,16 @@ const commands = {
       if (!secrets) throw new CliError('secrets:reseal needs SECRETS_ENCRYPTION_KEY: the key to seal every secret under.');
       // Loaded by this command alone: Slack's service brings Slack's client and the queue library,
       // which every other command would otherwise load at start and never use.
-      const [{ resealColumns }, { slackSecretColumns }, { webhookSecretColumns }] = await Promise.all([
+      const [{ resealColumns }, { slackSecretColumns }, { teamsSecretColumns }, { webhookSecretColumns }] = await Promise.all([
         import('../data/sealed-columns.js'),
         import('../modules/slack/slack-service.js'),
+        import('../modules/teams/teams-service.js'),
         import('../modules/webhooks/webhook-secrets.js'),
       ]);
       return {
         webhookEndpoints: await resealColumns(db, secrets, webhookSecretColumns),
         slackIntegrations: await resealColumns(db, secrets, slackSecretColumns),
+        teamsIntegrations: await resealColumns(db, secrets, teamsSecretColumns),
       };
     },
   },

@@ -33,6 +33,10 @@ import type {
   SignInInput,
   SlackLinkInput,
   SlackLinkPreview,
+  TeamsLinkInput,
+  PushSettings,
+  PushSubscriptionInput,
+  PushSubscribed,
   WebhookCreateInput,
   WebhookDeliveryList,
   WebhookDeliveryView,
@@ -114,6 +118,12 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       /** What a link sent in Slack would link to the signed-in member (nothing is used up), and linking it. */
       previewSlackLink: (input: SlackLinkInput) => request<SlackLinkPreview>('POST', '/v1/session/slack-link/preview', { body: input }),
       linkSlack: (input: SlackLinkInput) => request<void>('POST', '/v1/session/slack-link', { body: input }),
+      /** Links the Teams account of a link shown on a Teams card to the signed-in member. */
+      linkTeams: (input: TeamsLinkInput) => request<void>('POST', '/v1/session/teams-link', { body: input }),
+      /** Web Push on this device: the server's VAPID key, and turning notifications on or off. */
+      pushSettings: () => request<PushSettings>('GET', '/v1/session/push'),
+      addPushDevice: (input: PushSubscriptionInput) => request<PushSubscribed>('POST', '/v1/session/push-subscriptions', { body: input }),
+      removePushDevice: (endpoint: string) => request<void>('DELETE', '/v1/session/push-subscriptions', { body: { endpoint } }),
     },
     invites: {
       preview: (input: InvitePreviewInput) => request<InvitePreview>('POST', '/v1/invites/preview', { body: input }),

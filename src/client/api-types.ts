@@ -8,7 +8,9 @@ import type * as audit from '../modules/audit/audit-schemas.js';
 import type * as members from '../modules/members/member-schemas.js';
 import type * as keys from '../modules/orgs/key-schemas.js';
 import type * as policies from '../modules/policies/policy-schemas.js';
+import type * as push from '../modules/push/push-schemas.js';
 import type * as slack from '../modules/slack/slack-schemas.js';
+import type * as teams from '../modules/teams/teams-schemas.js';
 import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
 
 export type { ApprovalFeedEvent } from '../modules/approvals/approval-feed.js';
@@ -39,6 +41,10 @@ export type InvitePreview = Out<typeof members.invitePreviewSchema>;
 export type SessionView = Out<typeof members.sessionViewSchema>;
 export type SlackLinkInput = In<typeof slack.slackLinkInputSchema>;
 export type SlackLinkPreview = Out<typeof slack.slackLinkPreviewSchema>;
+export type TeamsLinkInput = In<typeof teams.teamsLinkInputSchema>;
+export type PushSettings = Out<typeof push.pushSettingsSchema>;
+export type PushSubscriptionInput = In<typeof push.pushSubscriptionInputSchema>;
+export type PushSubscribed = Out<typeof push.pushSubscribedSchema>;
 
 export type PolicyDocumentInput = In<typeof policies.policyDocumentSchema>;
 export type PolicyRule = Out<typeof policies.policyRuleSchema>;

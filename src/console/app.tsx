@@ -24,6 +24,7 @@ const PolicyEditorPage = page(() => import('./pages/policy-editor-page'), 'Polic
 const SignInPage = page(() => import('./pages/sign-in-page'), 'SignInPage');
 const SettingsPage = page(() => import('./pages/settings-page'), 'SettingsPage');
 const SlackLinkPage = page(() => import('./pages/slack-link-page'), 'SlackLinkPage');
+const TeamsLinkPage = page(() => import('./pages/teams-link-page'), 'TeamsLinkPage');
 const WebhookPage = page(() => import('./pages/webhook-page'), 'WebhookPage');
 const WebhooksPage = page(() => import('./pages/webhooks-page'), 'WebhooksPage');
 
@@ -77,6 +78,7 @@ export function App() {
             <Route path="members" element={<MembersPage />} />
             <Route path="settings" element={<SettingsPage />} />
             <Route path="link-slack/:token" element={<SlackLinkPage />} />
+            <Route path="link-teams/:token" element={<TeamsLinkPage />} />
             <Route path="*" element={<NotFoundPage />} />
           </Route>
         </Route>

@@ -12,3 +12,6 @@ createRoot(document.getElementById('root')!).render(
     </BrowserRouter>
   </StrictMode>,
 );
+
+// The service worker shows push notifications and opens their request (public/sw.js); it caches nothing.
+if ('serviceWorker' in navigator) void navigator.serviceWorker.register('/console/sw.js', { scope: '/console/' }).catch(() => {});

@@ -16,6 +16,8 @@ import type { DomainEvent } from '../modules/outbox/domain-events.js';
 import type { OutboxStore } from '../modules/outbox/outbox-store.js';
 import type { SlackRateLimiter } from '../modules/slack/slack-rate-limiter.js';
 import type { SlackService } from '../modules/slack/slack-service.js';
+import type { TeamsService } from '../modules/teams/teams-service.js';
+import type { PushService } from '../modules/push/push-service.js';
 import type { DeliveryService } from '../modules/webhooks/delivery-service.js';
 import type { ConsumerTaskStore } from './consumer-task-store.js';
 
@@ -41,6 +43,8 @@ export interface ConsumerContext {
   checkpoints: CheckpointService;
   slack: SlackService;
   slackRateLimiter: SlackRateLimiter;
+  teams: TeamsService;
+  push: PushService;
 }
 
 /** What the relay asks of a consumer: the events it takes, and the durable work they make. */

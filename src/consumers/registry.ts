@@ -7,6 +7,9 @@ import { memberInviteMailConsumer } from './member-invite-mail/member-invite-mai
 import { orphanAlertConsumer } from './orphan-alert/orphan-alert.js';
 import { slackPostConsumer } from './slack/slack-post.js';
 import { slackUpdateConsumer } from './slack/slack-update.js';
+import { pushNotifyConsumer } from './push/push-notify.js';
+import { teamsPostConsumer } from './teams/teams-post.js';
+import { teamsUpdateConsumer } from './teams/teams-update.js';
 import { webhookConsumer } from './webhooks/webhook-delivery.js';
 
 /** Every consumer of domain events; the outbox relay hands each event to those subscribed to it. */
@@ -19,5 +22,8 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   approvalMailConsumer,
   slackPostConsumer,
   slackUpdateConsumer,
+  teamsPostConsumer,
+  teamsUpdateConsumer,
+  pushNotifyConsumer,
   auditCheckpointsConsumer,
 ];

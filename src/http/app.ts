@@ -19,10 +19,12 @@ import { approvalRoutes } from './routes/approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { memberRoutes } from './routes/member-routes.js';
+import { pushRoutes } from './routes/push-routes.js';
 import { sessionRoutes } from './routes/session-routes.js';
 import { policyRoutes } from './routes/policy-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { mountSlackInteractions, slackInteractionOperation } from './slack-interactions.js';
+import { mountTeamsActivities, teamsActivityOperation } from './teams-activities.js';
 
 const API_DESCRIPTION =
   'An agent asks before it acts; a policy answers at once or a human decides; every outcome is written into a per-organization audit chain and delivered as a signed webhook. The guide, with examples, is in docs/ of the repository.';
@@ -43,8 +45,9 @@ export function createApp(services: Services): Express {
     ...auditRoutes(services.audit, services.checkpoints, services.auditTree),
     ...memberRoutes(services.members, services.mailer.transport),
     ...sessionRoutes(services.members, signInGuards(services)),
+    ...pushRoutes(services.push),
     ...keyRoutes(services.orgs),
-    ...integrationRoutes(services.slack),
+    ...integrationRoutes(services.slack, services.teams),
   ];
   const { METRICS_TOKEN } = services.config;
   const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0', description: API_DESCRIPTION }, [
@@ -54,6 +57,7 @@ export function createApp(services: Services): Express {
     consoleOperation,
     ...decisionLinkOperations,
     slackInteractionOperation,
+    teamsActivityOperation,
   ]);
 
   mountHealthChecks(app, () => services.checkReadiness());
@@ -63,6 +67,7 @@ export function createApp(services: Services): Express {
 
   mountDecisionLinks(app, services.decisionLinks, services.config.PUBLIC_URL);
   mountSlackInteractions(app, services.slackInteractions);
+  mountTeamsActivities(app, services.teamsActivities);
   if (services.config.NODE_ENV === 'development' && services.mailer.transport === 'log' && services.mailbox)
     mountDevMailbox(app, services.mailbox);
 

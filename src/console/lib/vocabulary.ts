@@ -65,7 +65,7 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'approval.revised': true,
 });
 
-export const DECISION_CHANNELS = everyValue<DecisionChannel>({ api: true, console: true, email: true, slack: true });
+export const DECISION_CHANNELS = everyValue<DecisionChannel>({ api: true, console: true, email: true, slack: true, teams: true });
 
 /** The roles a policy may let decide: a viewer never does. */
 export const REVIEWER_ROLES = everyValue<PolicyView['reviewers']['roles'][number]>({ reviewer: true, admin: true });

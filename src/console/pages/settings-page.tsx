@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api } from '../api';
 import { ProblemMessage } from '../components/problem-message';
+import { PushToggle } from '../components/push-toggle';
 import { useMember } from '../hooks/session';
 import { useAction } from '../hooks/use-resource';
 
@@ -30,6 +31,8 @@ export function SettingsPage() {
         <dd>{member.role}</dd>
         <dt>Slack</dt>
         <dd>{member.slackLinked ? 'linked' : 'not linked'}</dd>
+        <dt>Teams</dt>
+        <dd>{member.teamsLinked ? 'linked' : 'not linked'}</dd>
       </dl>
       <label className="inline">
         <input
@@ -41,6 +44,8 @@ export function SettingsPage() {
         Email me when a request waits for my decision
       </label>
       <ProblemMessage error={save.error} />
+      <h2>Notifications on this device</h2>
+      <PushToggle />
     </section>
   );
 }

@@ -50,7 +50,7 @@ export const slackPostConsumer = defineEventHandler({
       return { uncertain: true };
     }
     const message = { slackChannelId: posted.channel!, slackTs: posted.ts!, revision: approval.revision };
-    await notifications.markSent(key, { channelId: message.slackChannelId, ts: message.slackTs });
+    await notifications.markSent(key, { slackChannelId: message.slackChannelId, slackTs: message.slackTs });
     // A vote or a settlement that committed while this was posted found no message to update.
     await refreshApprovalMessage(services, connection, approvalId, message, approval);
     return { posted: message };

@@ -8,6 +8,7 @@ import {
   signInSchema,
 } from '../../modules/members/member-schemas.js';
 import { slackLinkInputSchema, slackLinkPreviewSchema } from '../../modules/slack/slack-schemas.js';
+import { teamsLinkInputSchema } from '../../modules/teams/teams-schemas.js';
 import { problemSchema } from '../problem-schema.js';
 import { defineRoute, type Reply } from '../route.js';
 import { problemResponses } from './problem-responses.js';
@@ -80,6 +81,18 @@ export function sessionRoutes(members: MemberService, cookieSettingGuards: reado
       responses: { 204: { description: 'Linked.' }, ...problemResponses(401, 403, 409, 410, 422) },
       handler: async ({ tenant, body }) => {
         await members.linkSlack(tenant, body.token);
+        return { status: 204 };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/session/teams-link',
+      summary: 'Link the Teams account (Entra object id) of a link shown on a Teams card to the signed-in member',
+      auth: 'session',
+      body: teamsLinkInputSchema,
+      responses: { 204: { description: 'Linked.' }, ...problemResponses(401, 403, 409, 410, 422) },
+      handler: async ({ tenant, body }) => {
+        await members.linkTeams(tenant, body.token);
         return { status: 204 };
       },
     }),

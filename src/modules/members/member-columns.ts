@@ -14,6 +14,7 @@ export const MEMBER_COLUMNS = {
   emailNotifications: 'email_notifications',
   slackTeamId: 'slack_team_id',
   slackUserId: 'slack_user_id',
+  teamsAadObjectId: 'teams_aad_object_id',
   createdAt: 'created_at',
   lastSignInAt: 'last_sign_in_at',
 } as const satisfies ColumnMap<Member>;

@@ -12,6 +12,7 @@ export const memberViewSchema = z
     createdAt: z.iso.datetime(),
     lastSignInAt: z.iso.datetime().nullable(),
     slackLinked: z.boolean(),
+    teamsLinked: z.boolean(),
     emailNotifications: z.boolean(),
   })
   .meta({ id: 'Member' });
@@ -29,11 +30,25 @@ export const slackIdentitySchema = z.strictObject({
   userId: storableString('userId').min(1).max(64),
 });
 
+export const teamsIdentitySchema = z.strictObject({
+  aadObjectId: z
+    .string()
+    .regex(
+      /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+      'aadObjectId must be an Entra object id (a GUID)',
+    )
+    .transform((value) => value.toLowerCase()),
+});
+
 export const memberUpdateSchema = z
   .strictObject({
     role: z.enum(ROLES).optional(),
     name: name.nullable().optional(),
     slack: slackIdentitySchema.nullable().optional().meta({ description: 'Links a Slack identity to the member, or clears it (null).' }),
+    teams: teamsIdentitySchema
+      .nullable()
+      .optional()
+      .meta({ description: 'Links a Teams user (Entra object id) to the member, or clears it (null).' }),
   })
   .meta({ id: 'MemberUpdateInput' });
 export type MemberUpdateInput = z.output<typeof memberUpdateSchema>;

@@ -38,7 +38,7 @@ export const SESSION_MAX_MS = 7 * 24 * HOUR_MS;
 /** Ten failed sign-ins for one email within fifteen minutes close it until the window passes. */
 export const SIGN_IN_FAILURE_LIMIT = 10;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
-/** A link sent to an unlinked Slack user works once, for 15 minutes (see docs/members-and-channels.md). */
+/** A link sent to an unlinked Slack or Teams user works once, for 15 minutes (see docs/members-and-channels.md). */
 export const SLACK_LINK_TTL_MS = 15 * 60_000;
 /** Last use is written at most this often, not on every request. */
 const SESSION_TOUCH_INTERVAL_MS = 60_000;
@@ -110,6 +110,7 @@ export class MemberService {
       ...(patch.role !== undefined ? { role: patch.role } : {}),
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(patch.slack !== undefined ? { slackTeamId: patch.slack?.teamId ?? null, slackUserId: patch.slack?.userId ?? null } : {}),
+      ...(patch.teams !== undefined ? { teamsAadObjectId: patch.teams?.aadObjectId ?? null } : {}),
     };
     const roleScopes = patch.role !== undefined ? [...ROLE_SCOPES[patch.role]] : null;
     const outcome = await this.store.update(tenant.orgId, id, changes, roleScopes, (before, revokedKeys) => [
@@ -117,10 +118,11 @@ export class MemberService {
         ...(patch.role !== undefined ? { role: patch.role, previousRole: before.role } : {}),
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.slack !== undefined ? { slackLinked: patch.slack !== null } : {}),
+        ...(patch.teams !== undefined ? { teamsLinked: patch.teams !== null } : {}),
       }),
       ...keysRevokedWith('member.updated', tenant, before, revokedKeys),
     ]);
-    if (outcome.kind === 'slack_taken') throw slackIdentityTaken();
+    if (outcome.kind === 'identity_taken') throw identityTaken(patch.teams !== undefined && patch.slack === undefined ? 'Teams' : 'Slack');
     const member = this.settled(outcome, id, 'demote');
     this.afterCommit.outboxSignal.notify();
     return toMemberView(member);
@@ -285,7 +287,7 @@ export class MemberService {
     const memberId = memberIdOf(tenant);
     const found = await this.store.findSlackLinkToken(tenant.orgId, digestToken(token));
     if (!found) throw slackLinkGone();
-    if (found.holderId !== null && found.holderId !== memberId) throw slackIdentityTaken();
+    if (found.holderId !== null && found.holderId !== memberId) throw identityTaken('Slack');
     return {
       teamId: found.teamId,
       userId: found.userId,
@@ -300,9 +302,35 @@ export class MemberService {
       memberEvent('member.updated', tenant.actor, member, { slackLinked: true }),
     );
     if (outcome === 'gone') throw slackLinkGone();
-    if (outcome === 'taken') {
-      throw slackIdentityTaken();
-    }
+    if (outcome === 'taken') throw identityTaken('Slack');
+    this.afterCommit.outboxSignal.notify();
+  }
+
+  /** The member linked to an Entra object id (a Teams user), or null: nobody is matched by email. */
+  findByTeamsIdentity(orgId: string, aadObjectId: string): Promise<Member | null> {
+    return this.store.findByTeamsIdentity(orgId, aadObjectId);
+  }
+
+  /** A single-use console link (15 minutes) that links this Entra object id to whoever opens it signed in. */
+  async issueTeamsLink(orgId: string, aadObjectId: string): Promise<string> {
+    const token = newSecretToken();
+    await this.store.addTeamsLinkToken({
+      tokenHash: digestToken(token),
+      orgId,
+      aadObjectId,
+      expiresAt: new Date(Date.now() + SLACK_LINK_TTL_MS),
+    });
+    return `${this.options.publicUrl}/console/link-teams/${token}`;
+  }
+
+  /** Links the Teams identity of a link token to the signed-in member (POST /v1/session/teams-link). */
+  async linkTeams(tenant: Tenant, token: string): Promise<void> {
+    const outcome = await this.store.linkTeamsIdentity(tenant.orgId, memberIdOf(tenant), digestToken(token), (member) =>
+      memberEvent('member.updated', tenant.actor, member, { teamsLinked: true }),
+    );
+    if (outcome === 'gone')
+      throw new GoneError('This Teams link is unknown, used or expired. Press a button on the card in Teams again for a new one.');
+    if (outcome === 'taken') throw identityTaken('Teams');
     this.afterCommit.outboxSignal.notify();
   }
 
@@ -348,8 +376,8 @@ function inviteGone(): GoneError {
   return new GoneError('This invite is unknown, used or expired. Ask an admin of your organization for a new one.');
 }
 
-function slackIdentityTaken(): ConflictError {
-  return new ConflictError('This Slack account is linked to another member of the organization; an admin can clear it there first.');
+function identityTaken(service: 'Slack' | 'Teams'): ConflictError {
+  return new ConflictError(`This ${service} account is linked to another member of the organization; an admin can clear it there first.`);
 }
 
 function memberNotFound(id: string): NotFoundError {
@@ -394,6 +422,7 @@ export function toMemberView(member: Member): MemberView {
     createdAt: member.createdAt.toISOString(),
     lastSignInAt: member.lastSignInAt?.toISOString() ?? null,
     slackLinked: member.slackUserId !== null,
+    teamsLinked: member.teamsAadObjectId !== null,
     emailNotifications: member.emailNotifications,
   };
 }

@@ -1,13 +1,21 @@
 import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
 import { isUniqueViolation } from '../../data/database-errors.js';
-import { Prisma, type Member, type MemberRole, type Plan, type SlackLinkToken } from '../../generated/prisma/client.js';
+import {
+  Prisma,
+  type Member,
+  type MemberRole,
+  type Plan,
+  type SlackLinkToken,
+  type TeamsLinkToken,
+} from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import { ORGANIZATION_COLUMNS } from '../orgs/org-columns.js';
 import { revokeMemberKeys, type ApiKey } from '../orgs/org-store.js';
 import type { Scope } from '../orgs/tenant.js';
 import { SLACK_LINK_TOKEN_COLUMNS } from '../slack/slack-columns.js';
+import { TEAMS_LINK_TOKEN_COLUMNS } from '../teams/teams-columns.js';
 import { MEMBER_COLUMNS, SESSION_COLUMNS } from './member-columns.js';
 import type { InvitePreview } from './member-schemas.js';
 
@@ -59,8 +67,11 @@ const SLACK_LINK_TOKEN_FOUND = Prisma.raw(
   } satisfies ColumnMap<SlackLinkTokenFound>),
 );
 const SLACK_IDENTITY = Prisma.raw(selectList(pickColumns(SLACK_LINK_TOKEN_COLUMNS, ['teamId', 'userId'])));
+const TEAMS_IDENTITY = Prisma.raw(selectList(pickColumns(TEAMS_LINK_TOKEN_COLUMNS, ['aadObjectId'])));
 
-export type MemberChanges = Partial<Pick<Member, 'role' | 'name' | 'slackTeamId' | 'slackUserId' | 'emailNotifications'>>;
+export type MemberChanges = Partial<
+  Pick<Member, 'role' | 'name' | 'slackTeamId' | 'slackUserId' | 'teamsAadObjectId' | 'emailNotifications'>
+>;
 
 /** The outcome of a change that must leave the organization an admin. */
 export type AdminGuarded<T> = { kind: 'done'; value: T } | { kind: 'not_found' } | { kind: 'last_admin' };
@@ -126,7 +137,7 @@ export class MemberStore {
   /**
    * Changes the member with its audit events. A role change (`roleScopes`: the scopes of the new
    * role) revokes, in the same transaction, the member's keys holding any other scope.
-   * 'slack_taken' (nothing changes) when another member of the organization holds the Slack identity.
+   * 'identity_taken' (nothing changes) when another member of the organization holds the Slack or Teams identity.
    */
   async update(
     orgId: string,
@@ -134,7 +145,7 @@ export class MemberStore {
     changes: MemberChanges,
     roleScopes: readonly Scope[] | null,
     events: (before: Member, revokedKeys: ApiKey[]) => AuditEventDraft[],
-  ): Promise<AdminGuarded<Member> | { kind: 'slack_taken' }> {
+  ): Promise<AdminGuarded<Member> | { kind: 'identity_taken' }> {
     return this.guardingLastAdmin(
       orgId,
       id,
@@ -146,8 +157,8 @@ export class MemberStore {
         return updated;
       },
     ).catch((error: unknown) => {
-      // The only unique constraint a change can break: (org, Slack team, Slack user).
-      if (isUniqueViolation(error)) return { kind: 'slack_taken' as const };
+      // The only unique constraints a change can break: (org, Slack team, Slack user) and (org, Entra object id).
+      if (isUniqueViolation(error)) return { kind: 'identity_taken' as const };
       throw error;
     });
   }
@@ -296,6 +307,20 @@ export class MemberStore {
     return this.db.member.findFirst({ where: { orgId, slackTeamId: teamId, slackUserId: userId } });
   }
 
+  /** The member linked to an Entra object id (a Teams user), or null. */
+  findByTeamsIdentity(orgId: string, aadObjectId: string): Promise<Member | null> {
+    return this.db.member.findFirst({ where: { orgId, teamsAadObjectId: aadObjectId } });
+  }
+
+  async addTeamsLinkToken(token: {
+    tokenHash: Uint8Array<ArrayBuffer>;
+    orgId: string;
+    aadObjectId: string;
+    expiresAt: Date;
+  }): Promise<void> {
+    await this.db.teamsLinkToken.create({ data: token });
+  }
+
   async addSlackLinkToken(token: {
     tokenHash: Uint8Array<ArrayBuffer>;
     orgId: string;
@@ -327,37 +352,66 @@ export class MemberStore {
     tokenHash: Uint8Array<ArrayBuffer>,
     event: (member: Member) => AuditEventDraft,
   ): Promise<'linked' | 'gone' | 'taken'> {
+    return this.linkIdentity(orgId, memberId, event, async (tx) => {
+      const [identity] = await tx.$queryRaw<Pick<SlackLinkToken, 'teamId' | 'userId'>[]>`
+        DELETE FROM slack_link_tokens WHERE token_hash = ${Buffer.from(tokenHash)} AND org_id = ${orgId}::uuid AND expires_at > now()
+        RETURNING ${SLACK_IDENTITY}`;
+      return identity && { slackTeamId: identity.teamId, slackUserId: identity.userId };
+    });
+  }
+
+  /** The same for a Teams link token and the Entra object id it carries. */
+  linkTeamsIdentity(
+    orgId: string,
+    memberId: string,
+    tokenHash: Uint8Array<ArrayBuffer>,
+    event: (member: Member) => AuditEventDraft,
+  ): Promise<'linked' | 'gone' | 'taken'> {
+    return this.linkIdentity(orgId, memberId, event, async (tx) => {
+      const [identity] = await tx.$queryRaw<Pick<TeamsLinkToken, 'aadObjectId'>[]>`
+        DELETE FROM teams_link_tokens WHERE token_hash = ${Buffer.from(tokenHash)} AND org_id = ${orgId}::uuid AND expires_at > now()
+        RETURNING ${TEAMS_IDENTITY}`;
+      return identity && { teamsAadObjectId: identity.aadObjectId };
+    });
+  }
+
+  /**
+   * Spends a link token (`spend`: the identity it links, or nothing when it is unknown, used or
+   * expired) and gives its identity to the member, in one transaction with the audit event.
+   */
+  private linkIdentity(
+    orgId: string,
+    memberId: string,
+    event: (member: Member) => AuditEventDraft,
+    spend: (tx: Prisma.TransactionClient) => Promise<MemberChanges | undefined>,
+  ): Promise<'linked' | 'gone' | 'taken'> {
     return this.db
       .$transaction(async (tx) => {
-        const [identity] = await tx.$queryRaw<Pick<SlackLinkToken, 'teamId' | 'userId'>[]>`
-          DELETE FROM slack_link_tokens WHERE token_hash = ${Buffer.from(tokenHash)} AND org_id = ${orgId}::uuid AND expires_at > now()
-          RETURNING ${SLACK_IDENTITY}`;
+        const identity = await spend(tx);
         if (!identity) return 'gone' as const;
-        const holder = await tx.member.findFirst({ where: { orgId, slackTeamId: identity.teamId, slackUserId: identity.userId } });
-        if (holder && holder.id !== memberId) throw new SlackIdentityTaken();
-        const member = await tx.member.update({
-          where: { id: memberId },
-          data: { slackTeamId: identity.teamId, slackUserId: identity.userId },
-        });
+        const holder = await tx.member.findFirst({ where: { orgId, ...identity } });
+        if (holder && holder.id !== memberId) throw new IdentityTaken();
+        const member = await tx.member.update({ where: { id: memberId }, data: identity });
         await appendAuditEvents(tx, orgId, [event(member)]);
         return 'linked' as const;
       })
       .catch((error: unknown) => {
         // Taken before this transaction looked, or by a concurrent one that committed first.
-        if (error instanceof SlackIdentityTaken || isUniqueViolation(error)) return 'taken' as const;
+        if (error instanceof IdentityTaken || isUniqueViolation(error)) return 'taken' as const;
         throw error;
       });
   }
 
-  /** Maintenance: forgets sessions past their end, invites and Slack link tokens past their expiry, failures past the window. */
+  /** Maintenance: forgets sessions past their end, invites and Slack and Teams link tokens past their expiry, failures past the window. */
   async prune(idleMs: number, failureWindowMs: number): Promise<number> {
-    const [sessions, invites, failures, slackLinks] = await Promise.all([
+    const [sessions, invites, failures, slackLinks, teamsLinks] = await Promise.all([
       this.db.$executeRaw`DELETE FROM sessions WHERE expires_at < now() OR last_used_at < now() - ${idleMs} * interval '1 millisecond'`,
       this.db.$executeRaw`DELETE FROM member_invites WHERE expires_at < now()`,
       this.db.$executeRaw`DELETE FROM sign_in_failures WHERE failed_at < now() - ${failureWindowMs} * interval '1 millisecond'`,
       this.db.$executeRaw`DELETE FROM slack_link_tokens WHERE expires_at < now()`,
+      this.db.$executeRaw`DELETE FROM teams_link_tokens WHERE expires_at < now()`,
     ]);
-    return sessions + invites + failures + slackLinks;
+    return sessions + invites + failures + slackLinks + teamsLinks;
   }
 }
 
@@ -367,5 +421,5 @@ export interface NewSession {
   expiresAt: Date;
 }
 
-/** Rolls back the consumption of a Slack link token whose identity belongs to another member. */
-class SlackIdentityTaken extends Error {}
+/** Rolls back the consumption of a link token whose identity belongs to another member. */
+class IdentityTaken extends Error {}

@@ -54,3 +54,10 @@ export function describeOutcome(approval: ApprovalView): string {
     }
   }
 }
+
+/** How a settled approval ended, with the deciding vote's feedback: what a post shows once it is over. */
+export function describeSettlement(approval: ApprovalView): string {
+  const decided = approval.status === 'approved' || approval.status === 'rejected';
+  // describeOutcome of a request for changes quotes its feedback already.
+  return decided && approval.feedback ? `${describeOutcome(approval)} Feedback: ${approval.feedback}` : describeOutcome(approval);
+}

@@ -6,8 +6,11 @@ import { MEMBER_COLUMNS } from '../members/member-columns.js';
 import type { MemberRole } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 
-/** The channels on which the service reaches reviewers itself: all but those a decider comes to. */
-export type NotificationChannel = Exclude<DecisionChannel, 'api' | 'console'>;
+/**
+ * The channels on which the service reaches reviewers itself: every decision channel but those a
+ * decider comes to, and push, which tells a member's devices of a request decided in the console.
+ */
+export type NotificationChannel = Exclude<DecisionChannel, 'api' | 'console'> | 'push';
 
 /** A member entitled to decide an approval through a channel, with what a notice needs. */
 export interface EntitledMember {
@@ -36,6 +39,18 @@ export interface PostedSlackMessage {
   revision: number;
 }
 
+/** A Teams card posted for an approval: where its activity is replaced. */
+export interface PostedTeamsActivity {
+  recipient: string;
+  teamsConversationId: string;
+  teamsActivityId: string;
+  /** The approval's revision the card was posted for. */
+  revision: number;
+}
+
+/** Where a post landed, recorded once sent for the updates that follow. */
+export type PostedMessage = { slackChannelId: string; slackTs: string } | { teamsConversationId: string; teamsActivityId: string };
+
 /** Every column of `approval_notifications`; see ColumnMap for why a new one cannot be left out. */
 export const NOTIFICATION_COLUMNS = {
   approvalId: 'approval_id',
@@ -50,6 +65,8 @@ export const NOTIFICATION_COLUMNS = {
   sentAt: 'sent_at',
   slackChannelId: 'slack_channel_id',
   slackTs: 'slack_ts',
+  teamsConversationId: 'teams_conversation_id',
+  teamsActivityId: 'teams_activity_id',
 } as const satisfies ColumnMap<ApprovalNotification>;
 
 const ENTITLED_MEMBER_COLUMNS = selectList(
@@ -62,6 +79,15 @@ const POSTED_SLACK_MESSAGE_COLUMNS = selectList(
     'slackTs',
     'revision',
   ]) satisfies ColumnMap<PostedSlackMessage>,
+);
+
+const POSTED_TEAMS_ACTIVITY_COLUMNS = selectList(
+  pickColumns(qualified('n', NOTIFICATION_COLUMNS), [
+    'recipient',
+    'teamsConversationId',
+    'teamsActivityId',
+    'revision',
+  ]) satisfies ColumnMap<PostedTeamsActivity>,
 );
 
 /**
@@ -77,7 +103,7 @@ export class NotificationStore {
    * pending, asked of ag_decision_refusal: the one definition of who may decide (see docs/policies.md).
    * Empty once the approval is settled or past its deadline.
    */
-  entitledMembers(orgId: string, approvalId: string, channel: NotificationChannel): Promise<EntitledMember[]> {
+  entitledMembers(orgId: string, approvalId: string, channel: DecisionChannel): Promise<EntitledMember[]> {
     return this.sql.query<EntitledMember>(
       'entitled-members',
       `SELECT ${ENTITLED_MEMBER_COLUMNS}
@@ -107,13 +133,24 @@ export class NotificationStore {
     return rows.length > 0;
   }
 
-  async markSent(key: NotificationKey, slack?: { channelId: string; ts: string }): Promise<void> {
+  async markSent(key: NotificationKey, posted?: PostedMessage): Promise<void> {
+    const slack = posted && 'slackTs' in posted ? posted : null;
+    const teams = posted && 'teamsActivityId' in posted ? posted : null;
     await this.sql.query(
       'notification-sent',
       `UPDATE approval_notifications SET status = 'sent', sent_at = clock_timestamp(), last_error = NULL,
-              slack_channel_id = $4, slack_ts = $5
+              slack_channel_id = $4, slack_ts = $5, teams_conversation_id = $7, teams_activity_id = $8
        WHERE approval_id = $1 AND channel = $2 AND recipient = $3 AND revision = $6`,
-      [key.approvalId, key.channel, key.recipient, slack?.channelId ?? null, slack?.ts ?? null, key.revision],
+      [
+        key.approvalId,
+        key.channel,
+        key.recipient,
+        slack?.slackChannelId ?? null,
+        slack?.slackTs ?? null,
+        key.revision,
+        teams?.teamsConversationId ?? null,
+        teams?.teamsActivityId ?? null,
+      ],
     );
   }
 
@@ -140,6 +177,17 @@ export class NotificationStore {
       `SELECT ${POSTED_SLACK_MESSAGE_COLUMNS} FROM approval_notifications n JOIN approvals a ON a.id = n.approval_id
        WHERE n.approval_id = $1 AND n.revision = coalesce($2, a.revision)
          AND n.channel = 'slack' AND n.status = 'sent' AND n.slack_ts IS NOT NULL`,
+      [approvalId, revision],
+    );
+  }
+
+  /** Every Teams card posted for a revision of an approval (its current one when `revision` is null). */
+  postedTeamsActivities(approvalId: string, revision: number | null = null): Promise<PostedTeamsActivity[]> {
+    return this.sql.query<PostedTeamsActivity>(
+      'notification-teams-activities',
+      `SELECT ${POSTED_TEAMS_ACTIVITY_COLUMNS} FROM approval_notifications n JOIN approvals a ON a.id = n.approval_id
+       WHERE n.approval_id = $1 AND n.revision = coalesce($2, a.revision)
+         AND n.channel = 'teams' AND n.status = 'sent' AND n.teams_activity_id IS NOT NULL`,
       [approvalId, revision],
     );
   }

@@ -17,11 +17,11 @@ export const policyRuleSchema = z
   .strict();
 
 /**
- * Where a decision may come from: an API key, a console session, an email link, Slack (see
+ * Where a decision may come from: an API key, a console session, an email link, Slack, Teams (see
  * docs/policies.md). The one list of channels: schemas, types and defaults derive from it, and
  * test/decision-channels.test.ts holds the Prisma schema and the database's defaults against it.
  */
-export const DECISION_CHANNELS = ['api', 'console', 'email', 'slack'] as const;
+export const DECISION_CHANNELS = ['api', 'console', 'email', 'slack', 'teams'] as const;
 export type DecisionChannel = (typeof DECISION_CHANNELS)[number];
 
 const unique = <T>(values: readonly T[]) => new Set(values).size === values.length;

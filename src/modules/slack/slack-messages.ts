@@ -2,7 +2,7 @@ import type { ChatPostMessageArguments, ViewsOpenArguments } from '@slack/web-ap
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 import { MAX_CHANGES_FEEDBACK, type VoteVerdict } from '../approvals/approval-schemas.js';
 import { describeChangedFields, type ChangedFields } from '../approvals/payload-changes.js';
-import { describeDecider, describeOutcome, shownPayload } from '../notifications/approval-notice.js';
+import { describeDecider, describeOutcome, describeSettlement, shownPayload } from '../notifications/approval-notice.js';
 
 type Blocks = Extract<ChatPostMessageArguments, { blocks: unknown }>['blocks'];
 
@@ -134,12 +134,6 @@ export function supersededMessage(approval: ApprovalView, revision: number, cons
       { type: 'context', elements: [{ type: 'mrkdwn', text: `<${consoleUrl}|Open in console>` }] },
     ],
   };
-}
-
-function describeSettlement(approval: ApprovalView): string {
-  const decided = approval.status === 'approved' || approval.status === 'rejected';
-  // describeOutcome of a request for changes quotes its feedback already.
-  return decided && approval.feedback ? `${describeOutcome(approval)} Feedback: ${approval.feedback}` : describeOutcome(approval);
 }
 
 /** The modals a button opens: what each asks, and the verdict its submission votes. */

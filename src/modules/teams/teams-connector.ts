@@ -1,0 +1,116 @@
+import { Client, MessageActivityInput } from '@microsoft/teams.api';
+import type { IAdaptiveCard } from '@microsoft/teams.cards';
+import { RetryLater } from '../../lib/job-retries.js';
+
+/** Where the bot gets its tokens and reaches Teams; tests point both at local stand-ins. */
+export interface TeamsEndpoints {
+  /** Entra's login host: tokens come from `<loginUrl>/<tenant>/oauth2/v2.0/token`. */
+  loginUrl: string;
+  /** The Bot Connector service of the team's region. */
+  serviceUrl: string;
+}
+
+export interface BotCredentials {
+  appId: string;
+  appSecret: string;
+  tenantId: string;
+}
+
+/** The scope of a token for the Bot Connector service. */
+const BOT_SCOPE = 'https://api.botframework.com/.default';
+
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * A failed call to Entra or the Bot Connector. `notApplied`: the call provably changed nothing (an
+ * HTTP error status came back, or no connection was made), so making it again cannot post twice.
+ */
+export class TeamsCallError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null,
+    readonly notApplied: boolean,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The bot's token for the Bot Connector, by the client-credentials grant of its Entra application.
+ * A token is asked for each job: no token waits in any process or in Redis.
+ */
+export async function botToken(endpoints: TeamsEndpoints, credentials: BotCredentials, timeoutMs: number): Promise<string> {
+  const url = `${endpoints.loginUrl.replace(/\/+$/, '')}/${encodeURIComponent(credentials.tenantId)}/oauth2/v2.0/token`;
+  const body = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: credentials.appId,
+    client_secret: credentials.appSecret,
+    scope: BOT_SCOPE,
+  });
+  let response: Response;
+  try {
+    response = await fetch(url, { method: 'POST', body, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (error) {
+    // Nothing is posted before a token exists, so a token that never came changes nothing.
+    throw new TeamsCallError(`Entra could not be reached for the bot's token (${(error as Error).message})`, null, true);
+  }
+  const answer = (await response.json().catch(() => null)) as {
+    access_token?: unknown;
+    error?: unknown;
+    error_description?: unknown;
+  } | null;
+  if (!response.ok || typeof answer?.access_token !== 'string') {
+    const reason = String(answer?.error_description ?? answer?.error ?? `HTTP ${response.status}`);
+    throw new TeamsCallError(`Entra refused the bot's credentials: ${reason}`, response.status, true);
+  }
+  return answer.access_token;
+}
+
+/** The bot of one organization, posting and replacing cards through the Bot Connector (the SDK's client). */
+export class TeamsBot {
+  constructor(
+    private readonly endpoints: TeamsEndpoints,
+    private readonly credentials: BotCredentials,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Posts the card to the conversation (a channel: a new thread); the activity's id. */
+  async post(conversationId: string, card: IAdaptiveCard): Promise<string> {
+    const client = await this.client();
+    const sent = await connectorCall(() => client.conversations.activities(conversationId).create(cardMessage(card)));
+    return sent.id;
+  }
+
+  /** Replaces the card of a posted activity, for everyone who sees it. */
+  async update(conversationId: string, activityId: string, card: IAdaptiveCard): Promise<void> {
+    const client = await this.client();
+    await connectorCall(() => client.conversations.activities(conversationId).update(activityId, cardMessage(card)));
+  }
+
+  private async client(): Promise<Client> {
+    const token = await botToken(this.endpoints, this.credentials, this.timeoutMs);
+    return new Client(this.endpoints.serviceUrl, { token, timeout: this.timeoutMs });
+  }
+}
+
+const cardMessage = (card: IAdaptiveCard) => new MessageActivityInput().addCard('adaptive', card);
+
+/** The connector's answers as errors jobs act on: a 429 waits for Retry-After, other failures say whether anything changed. */
+async function connectorCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const failure = error as { response?: { status?: number; headers?: Record<string, unknown> }; code?: string; message?: string };
+    const status = failure.response?.status ?? null;
+    if (status === 429) {
+      const seconds = Number(failure.response?.headers?.['retry-after'] ?? 1);
+      throw new RetryLater(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000, 'the Bot Connector answered 429');
+    }
+    const notApplied = status !== null || NEVER_CONNECTED.has(failure.code ?? '');
+    throw new TeamsCallError(
+      `The Bot Connector ${status ? `answered ${status}` : `failed (${failure.message ?? 'unknown'})`}`,
+      status,
+      notApplied,
+    );
+  }
+}
