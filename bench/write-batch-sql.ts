@@ -33,6 +33,7 @@ function creation(orgId: string, outcome: PolicyOutcome): Creation {
       policy: policyDocumentSchema.parse({ defaultOutcome: outcome }),
       verdict: { outcome, matchedRule: null },
       policyRevision: null,
+      policyVersion: null,
     },
     { actor, requester: actor },
     new Date(),

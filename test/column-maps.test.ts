@@ -63,6 +63,8 @@ const NOT_READ_WITH_RAW_SQL = [
   'approval_votes',
   'member_invites',
   'monthly_usage',
+  'policy_version_counters',
+  'policy_versions',
   'sign_in_failures',
   'webhook_attempts',
 ];

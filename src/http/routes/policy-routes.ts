@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { PolicyService } from '../../modules/policies/policy-service.js';
 import {
   policyDocumentSchema,
@@ -6,6 +7,10 @@ import {
   policyKeyParamsSchema,
   policyListQuerySchema,
   policyListSchema,
+  policyReadQuerySchema,
+  policyVersionListQuerySchema,
+  policyVersionListSchema,
+  policyVersionViewSchema,
   policyViewSchema,
 } from '../../modules/policies/policy-schemas.js';
 import { ORG_LIMITS } from '../../modules/orgs/org-limits.js';
@@ -65,14 +70,28 @@ export function policyRoutes(policies: PolicyService) {
     defineRoute({
       method: 'get',
       path: '/v1/policies/:key',
-      summary: 'Read a policy',
+      summary: 'Read a policy, or one of its versions',
       scope: 'policies:read',
       params: policyKeyParamsSchema,
+      query: policyReadQuerySchema,
       responses: {
-        200: { description: 'The policy.', schema: policyViewSchema },
-        ...problemResponses(401, 403, 404),
+        200: { description: 'The policy; with `version`, that version and who stored it.', schema: z.union([policyViewSchema, policyVersionViewSchema]) },
+        ...problemResponses(401, 403, 404, 422),
       },
-      handler: async ({ tenant, params }) => ({ status: 200, body: await policies.get(tenant, params.key) }),
+      handler: async ({ tenant, params, query }) => ({ status: 200, body: await policies.get(tenant, params.key, query) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/policies/:key/versions',
+      summary: "A policy's versions, newest first, with cursor paging; kept after a DELETE",
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      query: policyVersionListQuerySchema,
+      responses: {
+        200: { description: 'A page of versions; `nextCursor` is null on the last page.', schema: policyVersionListSchema },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, query }) => ({ status: 200, body: await policies.versions(tenant, params.key, query) }),
     }),
     defineRoute({
       method: 'delete',

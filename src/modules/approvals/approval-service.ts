@@ -176,14 +176,14 @@ export class ApprovalService {
    * this process's snapshot unless `fresh`: the creating transaction rejects a stale revision.
    */
   private async govern(orgId: string, input: ApprovalCreateInput, fresh: boolean): Promise<Governing> {
-    const { document, revision } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
-    if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null };
+    const { document, revision, version } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
+    if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null, policyVersion: null };
     const verdict = await evaluatePolicy(
       document,
       { action: input.action, payload: input.payload, agent: input.agent ?? null, context: input.context ?? null },
       orgId,
     );
-    return { kind: 'policy', policy: document, verdict, policyRevision: revision };
+    return { kind: 'policy', policy: document, verdict, policyRevision: revision, policyVersion: version };
   }
 
   /** Evaluates and inserts; evaluates again from a fresh read when the policy changed under it. */
@@ -500,6 +500,7 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     ...(approval.escalatedFrom ? { escalatedFrom: approval.escalatedFrom } : {}),
     agent: approval.agent,
     policyKey: approval.policyKey,
+    policyVersion: approval.policyVersion,
     payloadHash: currentPayloadHash(approval),
     decidedBy: decided ? ((approval.decidedBy as Decider | null) ?? null) : null,
     decidedAt: decided ? (approval.decidedAt?.toISOString() ?? null) : null,

@@ -306,6 +306,8 @@ export const APPROVAL_COLUMNS = {
   revision: 'revision',
   revisions: 'revisions',
   suggestedPayload: 'suggested_payload',
+  policyVersion: 'policy_version',
+  policyOutcome: 'policy_outcome',
 } as const satisfies ColumnMap<Approval>;
 
 /** The approval's votes in the order they came, as the view shows them. */

@@ -12,10 +12,13 @@ export type Governing = (
 ) & {
   /** The policy revision the verdict rests on (null: no policy); creation commits only if it is still current. */
   policyRevision: string | null;
+  /** The version of that policy (null: no policy), recorded on the approval. */
+  policyVersion: number | null;
 };
 
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
-type WebhookFacts = ApprovalFacts & Pick<Approval, 'status' | 'policyKey' | 'revision'> & { payload: unknown; payloadHash: string };
+type WebhookFacts = ApprovalFacts &
+  Pick<Approval, 'status' | 'policyKey' | 'revision' | 'policyVersion'> & { payload: unknown; payloadHash: string };
 
 function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
@@ -56,6 +59,7 @@ function webhookEvent(
       payload: approval.payload,
       agent: approval.agent,
       policyKey: approval.policyKey,
+      policyVersion: approval.policyVersion,
       payloadHash: approval.payloadHash,
       revision: approval.revision,
       ...fields,
@@ -94,6 +98,8 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
     allowSelfApproval: rules.allowSelfApproval,
     channels: rules.channels,
     suggestedPayload: null,
+    policyVersion: governing.policyVersion,
+    policyOutcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
   };
 }
 
@@ -101,6 +107,7 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
 function verdictData(governing: Governing) {
   return {
     outcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
+    policyVersion: governing.policyVersion,
     ...(governing.kind === 'policy'
       ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
       : {}),

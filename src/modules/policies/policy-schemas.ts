@@ -73,11 +73,48 @@ export type PolicyOutcome = PolicyDocument['defaultOutcome'];
 export const policyViewSchema = policyDocumentSchema
   .extend({
     key: z.string(),
+    version: z.number().int().min(1).meta({ description: 'Counts every PUT under this key, from 1, never reused (also after a DELETE).' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
   .meta({ id: 'Policy' });
 export type PolicyView = z.output<typeof policyViewSchema>;
+
+/** One version of a policy (docs/policies.md#versions): the policy as that PUT stored it, and who stored it. */
+export const policyVersionViewSchema = policyViewSchema
+  .extend({
+    changedBy: z
+      .object({ type: z.enum(['api_key', 'user', 'system']), id: z.string(), email: z.string().optional() })
+      .meta({ description: 'Who stored this version: an API key, a member, or the system.' }),
+  })
+  .meta({ id: 'PolicyVersion' });
+export type PolicyVersionView = z.output<typeof policyVersionViewSchema>;
+
+export const policyVersionListSchema = z
+  .object({
+    versions: z.array(policyVersionViewSchema).meta({ description: 'Newest first.' }),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'PolicyVersionList' });
+
+/** A version number from the query string. */
+const versionNumber = z
+  .string()
+  .regex(/^[1-9]\d{0,8}$/, 'version must be a positive integer')
+  .transform(Number);
+
+/** GET /v1/policies/:key: the current policy, or the version named. */
+export const policyReadQuerySchema = z.strictObject({
+  version: versionNumber.optional().meta({ description: 'A version of the policy to read instead of the current one.' }),
+});
+export type PolicyReadQuery = z.output<typeof policyReadQuerySchema>;
+
+/** GET /v1/policies/:key/versions: newest first, a page at a time. */
+export const policyVersionListQuerySchema = z.strictObject({
+  limit: pageLimitSchema,
+  cursor: storableString('cursor').min(1).max(100).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+});
+export type PolicyVersionListQuery = z.output<typeof policyVersionListQuerySchema>;
 
 export const policyListSchema = z
   .object({

@@ -3,14 +3,24 @@ import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.
 import { limitReached } from '../orgs/org-limits.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
-import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyListQuery, PolicyView } from './policy-schemas.js';
-import { PolicyStore, type Policy } from './policy-store.js';
+import type {
+  PolicyDocument,
+  PolicyEvaluation,
+  PolicyEvaluationInput,
+  PolicyListQuery,
+  PolicyReadQuery,
+  PolicyVersionListQuery,
+  PolicyVersionView,
+  PolicyView,
+} from './policy-schemas.js';
+import { PolicyStore, type Policy, type PolicyVersion } from './policy-store.js';
 
-/** A policy as some read saw it: its document (null when none exists) and the revision it had. */
+/** A policy as some read saw it: its document (null when none exists), the revision and the version it had. */
 export interface PolicySnapshot {
   document: PolicyDocument | null;
   /** Renewed by every write; null when no policy exists under the key. */
   revision: string | null;
+  version: number | null;
 }
 
 const SNAPSHOT_LIMIT = 10_000;
@@ -36,14 +46,28 @@ export class PolicyService {
     const known = fresh ? undefined : this.snapshots.get(cacheKey);
     if (known) return known;
     const policy = await this.store({ orgId }).find(key);
-    const snapshot = { document: policy && toDocument(policy), revision: policy?.revision ?? null };
+    const snapshot = { document: policy && toDocument(policy), revision: policy?.revision ?? null, version: policy?.version ?? null };
     if (this.snapshots.size >= SNAPSHOT_LIMIT) this.snapshots.clear();
     this.snapshots.set(cacheKey, snapshot);
     return snapshot;
   }
 
-  async get(tenant: Tenant, key: string): Promise<PolicyView> {
-    return toView(await this.require(tenant, key));
+  /** The current policy under `key`, or the version named (kept also after a DELETE). */
+  async get(tenant: Tenant, key: string, { version }: PolicyReadQuery = {}): Promise<PolicyView | PolicyVersionView> {
+    if (version === undefined) return toView(await this.require(tenant, key));
+    const stored = await this.store(tenant).findVersion(key, version);
+    if (!stored) throw new NotFoundError(`Policy '${key}' has no version ${version}.`);
+    return toVersionView(stored);
+  }
+
+  /** The versions under `key`, newest first, a page at a time; 404 when no PUT ever stored one. */
+  async versions(tenant: Tenant, key: string, { limit, cursor }: PolicyVersionListQuery): Promise<{ versions: PolicyVersionView[]; nextCursor: string | null }> {
+    const before = cursor === undefined ? undefined : decodeVersionCursor(cursor);
+    if (before === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
+    const rows = await this.store(tenant).listVersions(key, { ...(before === undefined ? {} : { before }), limit: limit + 1 });
+    if (rows.length === 0 && before === undefined) throw new NotFoundError(`No policy with key '${key}' was ever stored.`);
+    const page = rows.slice(0, limit);
+    return { versions: page.map(toVersionView), nextCursor: rows.length > limit ? encodeVersionCursor(page.at(-1)!.version) : null };
   }
 
   private async require(tenant: Tenant, key: string): Promise<Policy> {
@@ -139,10 +163,35 @@ function toDocument(policy: Policy): PolicyDocument {
 function toView(policy: Policy): PolicyView {
   return {
     key: policy.key,
+    version: policy.version,
     ...toDocument(policy),
     createdAt: policy.createdAt.toISOString(),
     updatedAt: policy.updatedAt.toISOString(),
   };
+}
+
+/** A stored version as the policy view showed it when that PUT answered, and who made it. */
+function toVersionView(stored: PolicyVersion): PolicyVersionView {
+  return {
+    key: stored.key,
+    version: stored.version,
+    ...(stored.document as unknown as PolicyDocument),
+    createdAt: stored.policyCreatedAt.toISOString(),
+    updatedAt: stored.createdAt.toISOString(),
+    changedBy: stored.changedBy as PolicyVersionView['changedBy'],
+  };
+}
+
+/** The version a page ended at, as an opaque token (base64url of `v:<version>`). */
+function encodeVersionCursor(version: number): string {
+  return Buffer.from(`v:${version}`, 'utf8').toString('base64url');
+}
+
+/** The version a cursor names, or null when it is not one this API gave out. */
+function decodeVersionCursor(cursor: string): number | null {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
+  const match = /^v:([1-9]\d{0,8})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  return match && encodeVersionCursor(Number(match[1])) === cursor ? Number(match[1]) : null;
 }
 
 /** The key a page ended at, as an opaque token (base64url of `p:<key>`); its form is not part of the API. */

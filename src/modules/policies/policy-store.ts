@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
+import { byColumn, pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, Sql } from '../../data/database.js';
-import { Prisma, type Policy } from '../../generated/prisma/client.js';
-import type { AuditEventDraft } from '../audit/audit-events.js';
+import { Prisma, type Policy, type PolicyVersion } from '../../generated/prisma/client.js';
+import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
-import { atLimit } from '../orgs/org-limits.js';
+import { ORG_LIMITS } from '../orgs/org-limits.js';
 import type { PolicyDocument } from './policy-schemas.js';
 
-export type { Policy };
+export type { Policy, PolicyVersion };
 
 /** Every column of `policies`; see ColumnMap for why a new one cannot be left out. */
 export const POLICY_COLUMNS = {
@@ -19,6 +19,7 @@ export const POLICY_COLUMNS = {
   onTimeout: 'on_timeout',
   escalateTo: 'escalate_to',
   revision: 'revision',
+  version: 'version',
   reviewerRoles: 'reviewer_roles',
   reviewerEmails: 'reviewer_emails',
   quorum: 'quorum',
@@ -55,14 +56,16 @@ export class PolicyStore {
   }
 
   /**
-   * Creates or replaces the policy and appends its audit event in one transaction, or, when
-   * `escalateTo` names another policy that does not exist, or when a new policy would pass the
-   * organization's limit, stores nothing. The target's row is
-   * held with FOR KEY SHARE until the commit, so a concurrent delete of it (which locks it FOR
-   * UPDATE first) either waits and then sees this reference, or wins and leaves nothing to lock.
+   * Creates or replaces the policy as the next version of its key, with the version's row and its
+   * audit event, in one statement (ag_put_policy); or, when `escalateTo` names another policy that
+   * does not exist, or when a new policy would pass the organization's limit, stores nothing.
+   * One statement rather than a transaction of several: PUTs of one organization take turns under
+   * its limit's lock, and a turn of one round trip keeps a burst of them from queueing for seconds.
    */
-  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
-    const fields = {
+  async upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
+    const fields: Omit<Policy, 'version' | 'createdAt'> = {
+      orgId: this.orgId,
+      key,
       rules: document.rules,
       defaultOutcome: document.defaultOutcome,
       timeoutSeconds: document.timeoutSeconds,
@@ -77,24 +80,33 @@ export class PolicyStore {
       revision: randomUUID(),
       updatedAt: event.createdAt,
     };
-    const target = document.escalateTo;
-    return this.db.$transaction(async (tx) => {
-      if (await atLimit(tx, this.orgId, 'policies')) {
-        const [existing] = await tx.$queryRaw<unknown[]>`SELECT 1 FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${key}`;
-        if (!existing) return 'limit_reached' as const;
-      }
-      if (target !== null && target !== key) {
-        const held = await tx.$queryRaw<Pick<Policy, 'key'>[]>`
-          SELECT ${POLICY_KEY} FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${target} FOR KEY SHARE`;
-        if (held.length === 0) return 'unknown_escalation_target' as const;
-      }
-      const policy = await tx.policy.upsert({
-        where: { orgId_key: { orgId: this.orgId, key } },
-        create: { orgId: this.orgId, key, createdAt: event.createdAt, ...fields },
-        update: fields,
-      });
-      await appendAuditEvents(tx, this.orgId, [event]);
-      return policy;
+    // The version is appended to the event's data by the function, as its last member.
+    const serialized = serializeAuditEvent(event);
+    const [row] = await this.sql.query<{ outcome: 'stored' | 'unknown_escalation_target' | 'limit_reached'; version: number; createdAt: Date }>(
+      'put-policy',
+      'SELECT outcome, version, created_at AS "createdAt" FROM ag_put_policy($1::jsonb, $2::jsonb, $3::jsonb, $4::integer)',
+      [
+        JSON.stringify(byColumn(POLICY_COLUMNS, { ...fields, version: 0, createdAt: event.createdAt })),
+        JSON.stringify({ document, changedBy: changedByOf(event.actor), createdAt: event.createdAt }),
+        JSON.stringify(serialized),
+        ORG_LIMITS.policies,
+      ],
+    );
+    if (row!.outcome !== 'stored') return row!.outcome;
+    return { ...fields, version: row!.version, createdAt: row!.createdAt } as Policy;
+  }
+
+  /** One version of the policy under `key`, kept also after the policy was deleted. */
+  findVersion(key: string, version: number): Promise<PolicyVersion | null> {
+    return this.db.policyVersion.findUnique({ where: { orgId_key_version: { orgId: this.orgId, key, version } } });
+  }
+
+  /** Up to `limit` versions under `key`, newest first, older than `before` when given. */
+  listVersions(key: string, { before, limit }: { before?: number; limit: number }): Promise<PolicyVersion[]> {
+    return this.db.policyVersion.findMany({
+      where: { orgId: this.orgId, key, ...(before === undefined ? {} : { version: { lt: before } }) },
+      orderBy: { version: 'desc' },
+      take: limit,
     });
   }
 
@@ -116,4 +128,9 @@ export class PolicyStore {
       return 'deleted' as const;
     });
   }
+}
+
+/** Who stored a version: the audit actor, without a key's owner (the audit event names the key). */
+function changedByOf(actor: AuditEventDraft['actor']): Prisma.InputJsonValue {
+  return actor.type === 'user' ? { type: actor.type, id: actor.id, email: actor.email } : { type: actor.type, id: actor.id };
 }
