@@ -28,7 +28,11 @@ describe('policy versions', () => {
   });
 
   it('lists versions newest first, paged with a cursor, also for a deleted policy', async () => {
-    for (let index = 0; index < 5; index++) await org.request('put', '/v1/policies/paged').send({ timeoutSeconds: 60 + index }).expect(200);
+    for (let index = 0; index < 5; index++)
+      await org
+        .request('put', '/v1/policies/paged')
+        .send({ timeoutSeconds: 60 + index })
+        .expect(200);
     await org.request('delete', '/v1/policies/paged').expect(204);
     const page1 = await org.request('get', '/v1/policies/paged/versions?limit=2').expect(200);
     expect(page1.body.versions.map((v: { version: number }) => v.version)).toEqual([5, 4]);
@@ -80,7 +84,10 @@ describe('policy versions', () => {
     expect(listed.body.versions).toHaveLength(count);
     for (const version of listed.body.versions) expect(version.timeoutSeconds).toBe(byVersion.get(version.version));
     // The current policy is the last version given.
-    expect((await org.request('get', '/v1/policies/raced').expect(200)).body).toMatchObject({ version: count, timeoutSeconds: byVersion.get(count) });
+    expect((await org.request('get', '/v1/policies/raced').expect(200)).body).toMatchObject({
+      version: count,
+      timeoutSeconds: byVersion.get(count),
+    });
   });
 
   it('records the version an approval was evaluated under: view, webhook data and audit event', async () => {
@@ -106,7 +113,9 @@ describe('policy versions', () => {
 
     const bodies = await env.services.db.outboxMessage.findMany({ where: { orgId: org.orgId, body: { not: { equals: null } } } });
     const webhook = (type: string, id: string) =>
-      bodies.map((row) => row.body as { type: string; data: Record<string, unknown> }).find((body) => body.type === type && body.data.approvalId === id)!;
+      bodies
+        .map((row) => row.body as { type: string; data: Record<string, unknown> })
+        .find((body) => body.type === type && body.data.approvalId === id)!;
     expect(webhook('approval.approved', allowed.body.id).data.policyVersion).toBe(2);
     expect(webhook('approval.approved', pending.body.id).data.policyVersion).toBe(3);
     expect(webhook('approval.orphaned', orphan.body.id).data.policyVersion).toBeNull();

@@ -8,6 +8,8 @@ import {
   policyListQuerySchema,
   policyListSchema,
   policyReadQuerySchema,
+  policyReplayInputSchema,
+  policyReplaySchema,
   policyVersionListQuerySchema,
   policyVersionListSchema,
   policyVersionViewSchema,
@@ -53,6 +55,20 @@ export function policyRoutes(policies: PolicyService) {
       handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.evaluate(tenant, params.key, body) }),
     }),
     defineRoute({
+      method: 'post',
+      path: '/v1/policies/:key/replay',
+      summary: "Replay a draft, or the current version, against the key's stored requests, without creating anything",
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      invalidParams: 'validation_failed',
+      body: policyReplayInputSchema,
+      responses: {
+        200: { description: 'What would have changed: counts by change, and examples.', schema: policyReplaySchema },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.replay(tenant, params.key, body) }),
+    }),
+    defineRoute({
       method: 'get',
       path: '/v1/policies',
       summary: 'List policies by key, with cursor paging',
@@ -75,7 +91,10 @@ export function policyRoutes(policies: PolicyService) {
       params: policyKeyParamsSchema,
       query: policyReadQuerySchema,
       responses: {
-        200: { description: 'The policy; with `version`, that version and who stored it.', schema: z.union([policyViewSchema, policyVersionViewSchema]) },
+        200: {
+          description: 'The policy; with `version`, that version and who stored it.',
+          schema: z.union([policyViewSchema, policyVersionViewSchema]),
+        },
         ...problemResponses(401, 403, 404, 422),
       },
       handler: async ({ tenant, params, query }) => ({ status: 200, body: await policies.get(tenant, params.key, query) }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonObject, storableString } from '../../lib/json-input.js';
+import { jsonObject, storableInstant, storableString } from '../../lib/json-input.js';
 import { pageLimitSchema } from '../../lib/paging.js';
 
 export const MAX_TIMEOUT_SECONDS = 2_592_000;
@@ -153,3 +153,46 @@ export const policyEvaluationSchema = z
   })
   .meta({ id: 'PolicyEvaluation' });
 export type PolicyEvaluation = z.output<typeof policyEvaluationSchema>;
+
+/** The most stored requests one replay evaluates (docs/policies.md#replay). */
+export const MAX_REPLAY_REQUESTS = 10_000;
+
+/** A replay of a draft, or of the current version, against the stored requests of a key. */
+export const policyReplayInputSchema = z
+  .strictObject({
+    policy: policyDocumentSchema.optional().meta({ description: 'A draft to replay instead of the current version.' }),
+    from: storableInstant('from').optional().meta({ description: 'Requests created at or after (ISO 8601).' }),
+    to: storableInstant('to').optional().meta({ description: 'Requests created at or before (ISO 8601).' }),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_REPLAY_REQUESTS)
+      .default(1000)
+      .meta({ description: `The newest requests to replay, 1 to ${MAX_REPLAY_REQUESTS.toLocaleString('en-US')}.` }),
+  })
+  .refine((input) => !input.from || !input.to || input.from <= input.to, { path: ['to'], message: 'to must not be before from' })
+  .meta({ id: 'PolicyReplayInput' });
+export type PolicyReplayInput = z.output<typeof policyReplayInputSchema>;
+
+const outcome = z.enum(['allow', 'review', 'reject']);
+
+export const policyReplaySchema = z
+  .object({
+    evaluated: z.number().int().meta({ description: 'Stored requests evaluated.' }),
+    unchanged: z.number().int().meta({ description: 'Those whose outcome would be the one recorded.' }),
+    changed: z.array(z.object({ from: outcome, to: outcome, count: z.number().int() })),
+    examples: z
+      .array(
+        z.object({
+          approvalId: z.uuid(),
+          was: outcome,
+          would: outcome,
+          matchedRule: z.number().int().nullable(),
+          error: z.string().nullable().meta({ description: 'Why the evaluation failed closed to review, if it did.' }),
+        }),
+      )
+      .meta({ description: 'Up to 20 requests per change, newest first.' }),
+  })
+  .meta({ id: 'PolicyReplay' });
+export type PolicyReplay = z.output<typeof policyReplaySchema>;

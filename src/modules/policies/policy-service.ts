@@ -2,13 +2,15 @@ import type { DataLayer } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import { limitReached } from '../orgs/org-limits.js';
 import type { Tenant } from '../orgs/tenant.js';
-import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
+import { checkPolicyRules, evaluatePolicies, evaluatePolicy, type RuleInput } from './policy-rules.js';
 import type {
   PolicyDocument,
   PolicyEvaluation,
   PolicyEvaluationInput,
   PolicyListQuery,
   PolicyReadQuery,
+  PolicyReplay,
+  PolicyReplayInput,
   PolicyVersionListQuery,
   PolicyVersionView,
   PolicyView,
@@ -24,6 +26,9 @@ export interface PolicySnapshot {
 }
 
 const SNAPSHOT_LIMIT = 10_000;
+
+/** Examples a replay gives of each change. */
+const MAX_REPLAY_EXAMPLES = 20;
 
 export class PolicyService {
   /**
@@ -61,7 +66,11 @@ export class PolicyService {
   }
 
   /** The versions under `key`, newest first, a page at a time; 404 when no PUT ever stored one. */
-  async versions(tenant: Tenant, key: string, { limit, cursor }: PolicyVersionListQuery): Promise<{ versions: PolicyVersionView[]; nextCursor: string | null }> {
+  async versions(
+    tenant: Tenant,
+    key: string,
+    { limit, cursor }: PolicyVersionListQuery,
+  ): Promise<{ versions: PolicyVersionView[]; nextCursor: string | null }> {
     const before = cursor === undefined ? undefined : decodeVersionCursor(cursor);
     if (before === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
     const rows = await this.store(tenant).listVersions(key, { ...(before === undefined ? {} : { before }), limit: limit + 1 });
@@ -121,6 +130,53 @@ export class PolicyService {
       tenant.orgId,
     );
     return { outcome: verdict.outcome, matchedRule: verdict.matchedRule, error: verdict.error ?? null };
+  }
+
+  /**
+   * What the draft, or the current version, would have said of the requests stored under `key`
+   * (see docs/policies.md#replay): each evaluated again by the bounded evaluator on the pool's
+   * workers, compared with what was recorded. Creates and changes nothing.
+   */
+  async replay(tenant: Tenant, key: string, { policy: draft, from, to, limit }: PolicyReplayInput): Promise<PolicyReplay> {
+    let document = draft;
+    if (document) await assertRulesCompile(document, 'policy.', tenant.orgId);
+    else document = toDocument(await this.require(tenant, key));
+    const requests = await this.store(tenant).storedRequests(key, { from, to, limit });
+    const verdicts = await evaluatePolicies(
+      document,
+      requests.map(({ action, payload, agent, context }) => ({
+        action,
+        payload: payload as RuleInput['payload'],
+        agent,
+        context: context as RuleInput['context'],
+      })),
+      tenant.orgId,
+    );
+    const changes = new Map<string, PolicyReplay['changed'][number]>();
+    const examples: PolicyReplay['examples'] = [];
+    for (const [index, request] of requests.entries()) {
+      const verdict = verdicts[index]!;
+      if (verdict.outcome === request.policyOutcome) continue;
+      const change = `${request.policyOutcome}>${verdict.outcome}`;
+      const counted = changes.get(change) ?? { from: request.policyOutcome, to: verdict.outcome, count: 0 };
+      changes.set(change, { ...counted, count: counted.count + 1 });
+      if (counted.count < MAX_REPLAY_EXAMPLES) {
+        examples.push({
+          approvalId: request.id,
+          was: request.policyOutcome,
+          would: verdict.outcome,
+          matchedRule: verdict.matchedRule,
+          error: verdict.error ?? null,
+        });
+      }
+    }
+    const changed = [...changes.values()];
+    return {
+      evaluated: requests.length,
+      unchanged: requests.length - changed.reduce((sum, change) => sum + change.count, 0),
+      changed,
+      examples,
+    };
   }
 
   async delete(tenant: Tenant, key: string): Promise<void> {

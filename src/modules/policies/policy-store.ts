@@ -29,6 +29,34 @@ export const POLICY_COLUMNS = {
   updatedAt: 'updated_at',
 } as const satisfies ColumnMap<Policy>;
 
+/** A request stored under a policy key, as a replay evaluates it again, with what its policy said then. */
+export interface StoredRequest {
+  id: string;
+  action: string;
+  payload: unknown;
+  agent: string | null;
+  context: unknown;
+  policyOutcome: 'allow' | 'review';
+}
+
+/**
+ * Read from approvals: the payload the policy evaluated, which is the stored one unless a reviewer
+ * approved an edit of it (its hash then differs from the current revision's), in which case it is
+ * the payload of the audit event that recorded the evaluation.
+ */
+const STORED_REQUEST_COLUMNS = {
+  id: 'a.id',
+  action: 'a.action',
+  payload: `CASE WHEN a.payload_hash IS NOT DISTINCT FROM a.revisions->-1->>'payloadHash' THEN a.payload ELSE coalesce((
+      SELECT e.data::jsonb->'payload' FROM audit_events e
+      WHERE e.org_id = a.org_id AND e.action = a.action AND e.type IN ('approval.created', 'approval.revised')
+        AND e.data::jsonb->>'approvalId' = a.id::text AND coalesce((e.data::jsonb->>'revision')::integer, 1) = a.revision
+      ORDER BY e.seq DESC LIMIT 1), a.payload) END`,
+  agent: 'a.agent',
+  context: 'a.context',
+  policyOutcome: 'a.policy_outcome',
+} as const satisfies ColumnMap<StoredRequest>;
+
 const SELECT_POLICY = `SELECT ${selectList(POLICY_COLUMNS)} FROM policies`;
 const POLICY_KEY = Prisma.raw(selectList(pickColumns(POLICY_COLUMNS, ['key'])));
 
@@ -62,7 +90,11 @@ export class PolicyStore {
    * One statement rather than a transaction of several: PUTs of one organization take turns under
    * its limit's lock, and a turn of one round trip keeps a burst of them from queueing for seconds.
    */
-  async upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
+  async upsert(
+    key: string,
+    document: PolicyDocument,
+    event: AuditEventDraft,
+  ): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
     const fields: Omit<Policy, 'version' | 'createdAt'> = {
       orgId: this.orgId,
       key,
@@ -82,7 +114,11 @@ export class PolicyStore {
     };
     // The version is appended to the event's data by the function, as its last member.
     const serialized = serializeAuditEvent(event);
-    const [row] = await this.sql.query<{ outcome: 'stored' | 'unknown_escalation_target' | 'limit_reached'; version: number; createdAt: Date }>(
+    const [row] = await this.sql.query<{
+      outcome: 'stored' | 'unknown_escalation_target' | 'limit_reached';
+      version: number;
+      createdAt: Date;
+    }>(
       'put-policy',
       'SELECT outcome, version, created_at AS "createdAt" FROM ag_put_policy($1::jsonb, $2::jsonb, $3::jsonb, $4::integer)',
       [
@@ -94,6 +130,24 @@ export class PolicyStore {
     );
     if (row!.outcome !== 'stored') return row!.outcome;
     return { ...fields, version: row!.version, createdAt: row!.createdAt } as Policy;
+  }
+
+  /**
+   * The newest `limit` requests evaluated under `key` (orphans were not) created in the range,
+   * newest first: what a replay evaluates again.
+   */
+  storedRequests(
+    key: string,
+    { from, to, limit }: { from?: Date | undefined; to?: Date | undefined; limit: number },
+  ): Promise<StoredRequest[]> {
+    return this.sql.query<StoredRequest>(
+      'stored-requests-of-policy',
+      `SELECT ${selectList(STORED_REQUEST_COLUMNS)} FROM approvals a
+       WHERE a.org_id = $1 AND a.policy_key = $2 AND a.policy_outcome IS NOT NULL
+         AND ($3::timestamptz IS NULL OR a.created_at >= $3) AND ($4::timestamptz IS NULL OR a.created_at <= $4)
+       ORDER BY a.created_at DESC, a.id DESC LIMIT $5`,
+      [this.orgId, key, from ?? null, to ?? null, limit],
+    );
   }
 
   /** One version of the policy under `key`, kept also after the policy was deleted. */
