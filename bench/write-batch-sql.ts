@@ -32,6 +32,7 @@ function creation(orgId: string, outcome: PolicyOutcome): Creation {
       kind: 'policy',
       policy: policyDocumentSchema.parse({ defaultOutcome: outcome }),
       verdict: { outcome, matchedRule: null },
+      shadow: null,
       policyRevision: null,
       policyVersion: null,
     },

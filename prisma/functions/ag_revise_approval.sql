@@ -54,6 +54,7 @@ BEGIN
     allow_self_approval = v_changes.allow_self_approval, channels = v_changes.channels,
     suggested_payload = v_changes.suggested_payload,
     policy_version = v_changes.policy_version, policy_outcome = v_changes.policy_outcome,
+    shadow_outcome = v_changes.shadow_outcome,
     revisions = v_approval.revisions || jsonb_build_array(p_revision->'entry')
   WHERE id = p_id;
   PERFORM ag_append_audit_events(p_org, p_events);

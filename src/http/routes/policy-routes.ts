@@ -14,6 +14,7 @@ import {
   policyVersionListSchema,
   policyVersionViewSchema,
   policyViewSchema,
+  shadowSummarySchema,
 } from '../../modules/policies/policy-schemas.js';
 import { ORG_LIMITS } from '../../modules/orgs/org-limits.js';
 import { problemSchema } from '../problem-schema.js';
@@ -98,6 +99,21 @@ export function policyRoutes(policies: PolicyService) {
         ...problemResponses(401, 403, 404, 422),
       },
       handler: async ({ tenant, params, query }) => ({ status: 200, body: await policies.get(tenant, params.key, query) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/policies/:key/shadow',
+      summary: "How the policy's shadow compares with it, for the requests created since the shadow was set",
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      responses: {
+        200: {
+          description: 'Requests the shadow evaluated, how many it agreed on, and the disagreements by pair.',
+          schema: shadowSummarySchema,
+        },
+        ...problemResponses(401, 403, 404),
+      },
+      handler: async ({ tenant, params }) => ({ status: 200, body: await policies.shadowSummary(tenant, params.key) }),
     }),
     defineRoute({
       method: 'get',

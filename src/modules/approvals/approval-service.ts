@@ -178,12 +178,20 @@ export class ApprovalService {
   private async govern(orgId: string, input: ApprovalCreateInput, fresh: boolean): Promise<Governing> {
     const { document, revision, version } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
     if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null, policyVersion: null };
-    const verdict = await evaluatePolicy(
-      document,
-      { action: input.action, payload: input.payload, agent: input.agent ?? null, context: input.context ?? null },
-      orgId,
-    );
-    return { kind: 'policy', policy: document, verdict, policyRevision: revision, policyVersion: version };
+    const request = { action: input.action, payload: input.payload, agent: input.agent ?? null, context: input.context ?? null };
+    // The shadow is evaluated beside the policy, before the write, and decides nothing.
+    const [verdict, shadow] = await Promise.all([
+      evaluatePolicy(document, request, orgId),
+      document.shadow ? evaluatePolicy(document.shadow, request, orgId) : null,
+    ]);
+    return {
+      kind: 'policy',
+      policy: document,
+      verdict,
+      shadow: shadow && { outcome: shadow.outcome, matchedRule: shadow.matchedRule },
+      policyRevision: revision,
+      policyVersion: version,
+    };
   }
 
   /** Evaluates and inserts; evaluates again from a fresh read when the policy changed under it. */

@@ -308,6 +308,7 @@ export const APPROVAL_COLUMNS = {
   suggestedPayload: 'suggested_payload',
   policyVersion: 'policy_version',
   policyOutcome: 'policy_outcome',
+  shadowOutcome: 'shadow_outcome',
 } as const satisfies ColumnMap<Approval>;
 
 /** The approval's votes in the order they came, as the view shows them. */

@@ -8,13 +8,23 @@ import { changedFields } from './payload-changes.js';
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
 export type Governing = (
-  { kind: 'policy'; policy: PolicyDocument; verdict: PolicyVerdict } | { kind: 'orphan'; timeoutSeconds: number }
+  | {
+      kind: 'policy';
+      policy: PolicyDocument;
+      verdict: PolicyVerdict;
+      /** What the policy's shadow said, which decides nothing; null without a shadow. */
+      shadow: ShadowOutcome | null;
+    }
+  | { kind: 'orphan'; timeoutSeconds: number }
 ) & {
   /** The policy revision the verdict rests on (null: no policy); creation commits only if it is still current. */
   policyRevision: string | null;
   /** The version of that policy (null: no policy), recorded on the approval. */
   policyVersion: number | null;
 };
+
+/** A shadow policy's verdict as the approval and its audit event record it. */
+export type ShadowOutcome = Pick<PolicyVerdict, 'outcome' | 'matchedRule'>;
 
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
 type WebhookFacts = ApprovalFacts &
@@ -100,6 +110,7 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
     suggestedPayload: null,
     policyVersion: governing.policyVersion,
     policyOutcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
+    shadowOutcome: governing.kind === 'policy' ? governing.shadow : null,
   };
 }
 
@@ -111,6 +122,7 @@ function verdictData(governing: Governing) {
     ...(governing.kind === 'policy'
       ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
       : {}),
+    ...(governing.kind === 'policy' && governing.shadow ? { shadowOutcome: governing.shadow } : {}),
   };
 }
 

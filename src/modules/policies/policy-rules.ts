@@ -5,6 +5,9 @@ import { DEFAULT_POOL_LIMITS, EvaluationPool, type PoolLimits, type PoolOutcome 
 import { literalPatterns, ruleProblem, runRules, type RuleInput, type RuleRun } from './policy-language.js';
 import type { PolicyDocument, PolicyOutcome } from './policy-schemas.js';
 
+/** What evaluation reads of a policy, or of its shadow. */
+type Rules = Pick<PolicyDocument, 'rules' | 'defaultOutcome'>;
+
 export type { RuleInput };
 
 export interface PolicyVerdict {
@@ -54,7 +57,7 @@ export class PolicyEvaluator {
   }
 
   /** First rule whose `when` is true decides; any evaluation error or bound fails closed to `review`. */
-  async evaluate(document: PolicyDocument, input: RuleInput, fairnessKey: string): Promise<PolicyVerdict> {
+  async evaluate(document: Rules, input: RuleInput, fairnessKey: string): Promise<PolicyVerdict> {
     const plan = this.plan(document, input);
     let run: RuleRun;
     if (plan.cost <= this.limits.inlineCostSteps) {
@@ -75,7 +78,7 @@ export class PolicyEvaluator {
    * evaluations wait behind one batch at most. A batch stopped by the time limit fails each of its
    * inputs closed.
    */
-  async evaluateMany(document: PolicyDocument, inputs: RuleInput[], fairnessKey: string): Promise<PolicyVerdict[]> {
+  async evaluateMany(document: Rules, inputs: RuleInput[], fairnessKey: string): Promise<PolicyVerdict[]> {
     const plans: Plan[] = [];
     for (const input of inputs) {
       plans.push(this.plan(document, input));
@@ -114,7 +117,7 @@ export class PolicyEvaluator {
   }
 
   /** The rules that may run for this input (those before one over the budget), and their cost bound. */
-  private plan(document: PolicyDocument, input: RuleInput): Plan {
+  private plan(document: Rules, input: RuleInput): Plan {
     const expressions = document.rules.map((rule) => rule.when);
     let cost = 0;
     for (const [index, expression] of expressions.entries()) {
@@ -133,7 +136,7 @@ export class PolicyEvaluator {
    * be RE2, and it must be able to run within the budget for some input. Patterns are compiled on
    * a worker, since a large repetition can take seconds.
    */
-  async check(document: PolicyDocument, fairnessKey: string): Promise<FieldError[]> {
+  async check(document: Rules, fairnessKey: string): Promise<FieldError[]> {
     const problems = await Promise.all(document.rules.map((rule) => this.ruleProblem(rule.when, fairnessKey)));
     return problems.flatMap((problem, index) => (problem ? [{ path: `rules.${index}.when`, message: `Rule ${index} ${problem}` }] : []));
   }
@@ -171,7 +174,7 @@ function reasonOf(outcome: PoolOutcome): string {
   return outcome.kind === 'stopped' ? outcome.reason : `got an answer of the wrong kind (${outcome.kind})`;
 }
 
-function verdictOf(document: PolicyDocument, plan: Plan, run: RuleRun): PolicyVerdict {
+function verdictOf(document: Rules, plan: Plan, run: RuleRun): PolicyVerdict {
   if ('failedRule' in run) return failed(run.failedRule, run.error);
   if (run.matchedRule !== null) return { outcome: document.rules[run.matchedRule]!.outcome, matchedRule: run.matchedRule };
   return plan.refusal ?? { outcome: document.defaultOutcome, matchedRule: null };
@@ -193,16 +196,16 @@ function formatSteps(steps: number): string {
 const evaluator = new PolicyEvaluator();
 
 /** First rule whose `when` is true decides; anything that stops evaluation fails closed to `review`. */
-export function evaluatePolicy(document: PolicyDocument, input: RuleInput, fairnessKey: string): Promise<PolicyVerdict> {
+export function evaluatePolicy(document: Rules, input: RuleInput, fairnessKey: string): Promise<PolicyVerdict> {
   return evaluator.evaluate(document, input, fairnessKey);
 }
 
 /** Many evaluations on the pool's workers, for bulk work (see PolicyEvaluator.evaluateMany). */
-export function evaluatePolicies(document: PolicyDocument, inputs: RuleInput[], fairnessKey: string): Promise<PolicyVerdict[]> {
+export function evaluatePolicies(document: Rules, inputs: RuleInput[], fairnessKey: string): Promise<PolicyVerdict[]> {
   return evaluator.evaluateMany(document, inputs, fairnessKey);
 }
 
 /** Field errors for every rule that cannot be stored (422 at PUT). */
-export function checkPolicyRules(document: PolicyDocument, fairnessKey: string): Promise<FieldError[]> {
+export function checkPolicyRules(document: Rules, fairnessKey: string): Promise<FieldError[]> {
   return evaluator.check(document, fairnessKey);
 }

@@ -45,7 +45,7 @@ export const reviewersSchema = z
   })
   .meta({ description: 'Who may decide: members whose role is listed, or whose email is. Default: reviewers and admins.' });
 
-export const policyDocumentSchema = z
+const policyFields = z
   .object({
     rules: z.array(policyRuleSchema).max(100).default([]),
     defaultOutcome: z.enum(['allow', 'review']).default('review'),
@@ -64,6 +64,15 @@ export const policyDocumentSchema = z
       .refine(unique, 'channels must not repeat')
       .default([...DECISION_CHANNELS])
       .meta({ description: 'Where a decision may be made.' }),
+  })
+  .strict();
+
+export const policyDocumentSchema = policyFields
+  .extend({
+    shadow: policyFields.nullable().default(null).meta({
+      description:
+        'A draft evaluated beside this policy at every creation, its outcome recorded, never deciding; see GET /v1/policies/{key}/shadow.',
+    }),
   })
   .strict()
   .meta({ id: 'PolicyDocument' });
@@ -196,3 +205,16 @@ export const policyReplaySchema = z
   })
   .meta({ id: 'PolicyReplay' });
 export type PolicyReplay = z.output<typeof policyReplaySchema>;
+
+const liveOutcome = z.enum(['allow', 'review']);
+
+/** GET /v1/policies/:key/shadow: how the current shadow compares with the live policy. */
+export const shadowSummarySchema = z
+  .object({
+    since: z.iso.datetime().nullable().meta({ description: 'When the current shadow was set; null without one.' }),
+    evaluated: z.number().int().meta({ description: 'Requests created since, which the shadow evaluated.' }),
+    agreed: z.number().int(),
+    disagreed: z.array(z.object({ live: liveOutcome, shadow: liveOutcome, count: z.number().int() })),
+  })
+  .meta({ id: 'ShadowSummary' });
+export type ShadowSummary = z.output<typeof shadowSummarySchema>;

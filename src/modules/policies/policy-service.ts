@@ -14,6 +14,7 @@ import type {
   PolicyVersionListQuery,
   PolicyVersionView,
   PolicyView,
+  ShadowSummary,
 } from './policy-schemas.js';
 import { PolicyStore, type Policy, type PolicyVersion } from './policy-store.js';
 
@@ -102,6 +103,7 @@ export class PolicyService {
    */
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
     await assertRulesCompile(document, '', tenant.orgId);
+    if (document.shadow) await assertRulesCompile(document.shadow, 'shadow.', tenant.orgId);
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
@@ -179,6 +181,20 @@ export class PolicyService {
     };
   }
 
+  /** How the current shadow of `key` compares with the live policy (see docs/policies.md#shadow-policies). */
+  async shadowSummary(tenant: Tenant, key: string): Promise<ShadowSummary> {
+    const policy = await this.require(tenant, key);
+    if (!policy.shadowSince) return { since: null, evaluated: 0, agreed: 0, disagreed: [] };
+    const tallies = await this.store(tenant).shadowTallies(key, policy.shadowSince);
+    const agreed = tallies.filter((tally) => tally.live === tally.shadow).reduce((sum, tally) => sum + tally.count, 0);
+    return {
+      since: policy.shadowSince.toISOString(),
+      evaluated: tallies.reduce((sum, tally) => sum + tally.count, 0),
+      agreed,
+      disagreed: tallies.filter((tally) => tally.live !== tally.shadow),
+    };
+  }
+
   async delete(tenant: Tenant, key: string): Promise<void> {
     const outcome = await this.store(tenant).delete(key, {
       type: 'policy.deleted',
@@ -197,7 +213,11 @@ export class PolicyService {
 }
 
 /** Every rule can be stored (see checkPolicyRules), or 422 naming each that cannot (under `prefix`). */
-async function assertRulesCompile(document: PolicyDocument, prefix: string, fairnessKey: string): Promise<void> {
+async function assertRulesCompile(
+  document: Pick<PolicyDocument, 'rules' | 'defaultOutcome'>,
+  prefix: string,
+  fairnessKey: string,
+): Promise<void> {
   const errors = (await checkPolicyRules(document, fairnessKey)).map((error) => ({ ...error, path: `${prefix}${error.path}` }));
   if (errors.length > 0) throw new ValidationError(errors, errors.map((error) => error.message).join('; '));
 }
@@ -208,6 +228,7 @@ function toDocument(policy: Policy): PolicyDocument {
     quorum: policy.quorum,
     allowSelfApproval: policy.allowSelfApproval,
     channels: policy.channels as PolicyDocument['channels'],
+    shadow: policy.shadow as PolicyDocument['shadow'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],
     timeoutSeconds: policy.timeoutSeconds,
@@ -231,7 +252,8 @@ function toVersionView(stored: PolicyVersion): PolicyVersionView {
   return {
     key: stored.key,
     version: stored.version,
-    ...(stored.document as unknown as PolicyDocument),
+    // Versions stored before shadows existed have none.
+    ...({ shadow: null, ...(stored.document as object) } as PolicyDocument),
     createdAt: stored.policyCreatedAt.toISOString(),
     updatedAt: stored.createdAt.toISOString(),
     changedBy: stored.changedBy as PolicyVersionView['changedBy'],

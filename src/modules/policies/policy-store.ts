@@ -20,6 +20,8 @@ export const POLICY_COLUMNS = {
   escalateTo: 'escalate_to',
   revision: 'revision',
   version: 'version',
+  shadow: 'shadow',
+  shadowSince: 'shadow_since',
   reviewerRoles: 'reviewer_roles',
   reviewerEmails: 'reviewer_emails',
   quorum: 'quorum',
@@ -56,6 +58,23 @@ const STORED_REQUEST_COLUMNS = {
   context: 'a.context',
   policyOutcome: 'a.policy_outcome',
 } as const satisfies ColumnMap<StoredRequest>;
+
+/** What ag_put_policy answers: the outcome, and for a stored policy the columns the function decided. */
+type PutPolicyRow = { outcome: 'stored' | 'unknown_escalation_target' | 'limit_reached' } & Pick<
+  Policy,
+  'version' | 'createdAt' | 'shadowSince'
+>;
+export const PUT_POLICY_COLUMNS = {
+  outcome: 'outcome',
+  ...pickColumns(POLICY_COLUMNS, ['version', 'createdAt', 'shadowSince']),
+} as const satisfies ColumnMap<PutPolicyRow>;
+
+/** How often the live policy and its shadow said each pair of outcomes, since `since`. */
+export interface ShadowTally {
+  live: 'allow' | 'review';
+  shadow: 'allow' | 'review';
+  count: number;
+}
 
 const SELECT_POLICY = `SELECT ${selectList(POLICY_COLUMNS)} FROM policies`;
 const POLICY_KEY = Prisma.raw(selectList(pickColumns(POLICY_COLUMNS, ['key'])));
@@ -95,7 +114,7 @@ export class PolicyStore {
     document: PolicyDocument,
     event: AuditEventDraft,
   ): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
-    const fields: Omit<Policy, 'version' | 'createdAt'> = {
+    const fields: Omit<Policy, 'version' | 'createdAt' | 'shadowSince'> = {
       orgId: this.orgId,
       key,
       rules: document.rules,
@@ -108,28 +127,34 @@ export class PolicyStore {
       quorum: document.quorum,
       allowSelfApproval: document.allowSelfApproval,
       channels: document.channels,
+      shadow: document.shadow,
       // Every write renews the revision, which tells approval creation a cached evaluation is stale.
       revision: randomUUID(),
       updatedAt: event.createdAt,
     };
     // The version is appended to the event's data by the function, as its last member.
     const serialized = serializeAuditEvent(event);
-    const [row] = await this.sql.query<{
-      outcome: 'stored' | 'unknown_escalation_target' | 'limit_reached';
-      version: number;
-      createdAt: Date;
-    }>(
+    const [row] = await this.sql.query<PutPolicyRow>(
       'put-policy',
-      'SELECT outcome, version, created_at AS "createdAt" FROM ag_put_policy($1::jsonb, $2::jsonb, $3::jsonb, $4::integer)',
+      `SELECT ${selectList(PUT_POLICY_COLUMNS)} FROM ag_put_policy($1::jsonb, $2::jsonb, $3::jsonb, $4::integer)`,
       [
-        JSON.stringify(byColumn(POLICY_COLUMNS, { ...fields, version: 0, createdAt: event.createdAt })),
+        // A shadow is set now unless it is the one already set (the function keeps that one's time).
+        JSON.stringify(
+          byColumn<Policy>(POLICY_COLUMNS, {
+            ...fields,
+            version: 0,
+            createdAt: event.createdAt,
+            shadowSince: document.shadow ? event.createdAt : null,
+          }),
+        ),
         JSON.stringify({ document, changedBy: changedByOf(event.actor), createdAt: event.createdAt }),
         JSON.stringify(serialized),
         ORG_LIMITS.policies,
       ],
     );
-    if (row!.outcome !== 'stored') return row!.outcome;
-    return { ...fields, version: row!.version, createdAt: row!.createdAt } as Policy;
+    const { outcome, ...stored } = row!;
+    if (outcome !== 'stored') return outcome;
+    return { ...fields, ...stored } as Policy;
   }
 
   /**
@@ -147,6 +172,17 @@ export class PolicyStore {
          AND ($3::timestamptz IS NULL OR a.created_at >= $3) AND ($4::timestamptz IS NULL OR a.created_at <= $4)
        ORDER BY a.created_at DESC, a.id DESC LIMIT $5`,
       [this.orgId, key, from ?? null, to ?? null, limit],
+    );
+  }
+
+  /** The live and shadow outcomes of the requests created under `key` since `since`, counted by pair. */
+  shadowTallies(key: string, since: Date): Promise<ShadowTally[]> {
+    return this.sql.query<ShadowTally>(
+      'shadow-tallies-of-policy',
+      `SELECT policy_outcome AS live, shadow_outcome->>'outcome' AS shadow, count(*)::integer AS count FROM approvals
+       WHERE org_id = $1 AND policy_key = $2 AND created_at >= $3 AND shadow_outcome IS NOT NULL AND policy_outcome IS NOT NULL
+       GROUP BY 1, 2 ORDER BY 1, 2`,
+      [this.orgId, key, since],
     );
   }
 
