@@ -40,7 +40,7 @@ async function seedHistory(dbUrl: string, orgId: string): Promise<void> {
   }
 }
 
-runBenchmark('bench:policy-replay', 2 * (DURATION_S + 30) * 1000 + 300_000, async (cleanup) => {
+runBenchmark('bench:policy-replay', 2 * (DURATION_S + 60) * 1000 + 900_000, async (cleanup) => {
   cleanup(async () => {
     await dropDatabase(DATABASE);
     await deleteRedisKeys(REDIS_PREFIX);

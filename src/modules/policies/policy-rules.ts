@@ -75,8 +75,8 @@ export class PolicyEvaluator {
    * cheap evaluations, thousands together, would hold the event loop. Inputs go in batches whose
    * cost bounds add up to at most `bulkBatchSteps` (well within the time limit; an input over it
    * goes alone), at most one batch per worker at a time, so that another organization's
-   * evaluations wait behind one batch at most. A batch stopped by the time limit fails each of its
-   * inputs closed.
+   * evaluations wait behind one batch at most. A batch stopped by the time limit is split and
+   * tried again; an input stopped on its own fails closed.
    */
   async evaluateMany(document: Rules, inputs: RuleInput[], fairnessKey: string): Promise<PolicyVerdict[]> {
     const plans: Plan[] = [];
@@ -101,16 +101,24 @@ export class PolicyEvaluator {
 
     const verdicts: PolicyVerdict[] = new Array(inputs.length);
     const expressions = document.rules.map((rule) => rule.when);
+    const settle = async (members: number[]): Promise<void> => {
+      const items = members.map((index) => ({ input: inputs[index]!, rules: plans[index]!.runnable.length }));
+      const outcome = await this.pool.run({ kind: 'runMany', expressions, items }, fairnessKey);
+      if (outcome.kind === 'runMany') {
+        for (const [position, index] of members.entries()) verdicts[index] = verdictOf(document, plans[index]!, outcome.runs[position]!);
+      } else if (members.length === 1) {
+        verdicts[members[0]!] = stopped(outcome);
+      } else {
+        // One costly input, or a machine too busy for the time limit, may stop a whole batch: its
+        // halves are tried on their own, down to single inputs, which fail closed as evaluation does.
+        const half = Math.ceil(members.length / 2);
+        await settle(members.slice(0, half));
+        await settle(members.slice(half));
+      }
+    };
     let next = 0;
     const runBatches = async () => {
-      while (next < batches.length) {
-        const members = batches[next++]!;
-        const items = members.map((index) => ({ input: inputs[index]!, rules: plans[index]!.runnable.length }));
-        const outcome = await this.pool.run({ kind: 'runMany', expressions, items }, fairnessKey);
-        for (const [position, index] of members.entries()) {
-          verdicts[index] = outcome.kind === 'runMany' ? verdictOf(document, plans[index]!, outcome.runs[position]!) : stopped(outcome);
-        }
-      }
+      while (next < batches.length) await settle(batches[next++]!);
     };
     await Promise.all(Array.from({ length: this.limits.workers }, runBatches));
     return verdicts;
