@@ -11,7 +11,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -20,6 +19,7 @@ import { DEFAULT_EVALUATION_LIMITS } from '../src/modules/policies/policy-rules.
 import { createOrgs, deleteRedisKeys, dropDatabase, HOST, recreateDatabase, REDIS_URL } from './lib/fixtures.js';
 import { formatTable, percentile, round } from './lib/figures.js';
 import { putPolicy } from './lib/http.js';
+import { steadyCreations } from './lib/steady-creations.js';
 import { answers200, buildOnce, PROJECT_ROOT, startNodeProcess, type NodeProcess } from './lib/processes.js';
 import { envNumber, log, runBenchmark } from './lib/run.js';
 
@@ -80,53 +80,6 @@ function attacks(): Attack[] {
     pick('nested comprehension raising errors, within budget', absorbing, quadraticInput),
     { name: 'nested comprehension over budget (fails closed)', when: quadratic, body: quadraticInput(20_000) },
   ];
-}
-
-/** Creations at a steady rate (open loop), each one's latency recorded. */
-async function steadyCreations(key: string, durationS: number): Promise<{ latencies: number[]; failures: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const body = JSON.stringify({ action: 'refund', payload: { amount: 5, currency: 'EUR' }, policyKey: 'ordinary' });
-  const latencies: number[] = [];
-  let failures = 0;
-  const inFlight: Promise<void>[] = [];
-  const send = () =>
-    new Promise<void>((resolve) => {
-      const started = performance.now();
-      const request = http.request(
-        {
-          host: HOST,
-          port: API_PORT,
-          method: 'POST',
-          path: '/v1/approvals',
-          agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${key}` },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => {
-            if (res.statusCode === 200) latencies.push(performance.now() - started);
-            else failures++;
-            resolve();
-          });
-        },
-      );
-      request.on('error', () => {
-        failures++;
-        resolve();
-      });
-      request.end(body);
-    });
-  const total = Math.round(durationS * RATE);
-  const startedAt = performance.now();
-  for (let sent = 0; sent < total; sent++) {
-    const due = startedAt + (sent * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    inFlight.push(send());
-  }
-  await Promise.all(inFlight);
-  agent.destroy();
-  return { latencies, failures };
 }
 
 /** The attacker, in its own process so that its load does not slow the measuring one. */
@@ -213,7 +166,7 @@ if (process.argv[2] === 'attacker') {
     await putPolicy(API_PORT, other!.key, 'ordinary', { rules: [{ when: 'payload.amount <= 100.0', outcome: 'allow' }] });
     log(`web pid ${api.pid}; the other organization sends ${RATE} creations/s; the attacker uses ${ATTACKERS} connections`);
 
-    await steadyCreations(other!.key, 3); // warm-up
+    await steadyCreations({ port: API_PORT, key: other!.key, policyKey: 'ordinary', rate: RATE }, 3); // warm-up
     loopDelay(api, loopFile);
 
     const rows: (string | number)[][] = [];
@@ -222,7 +175,7 @@ if (process.argv[2] === 'attacker') {
       if (target) await putPolicy(API_PORT, attacker!.key, 'worst', { rules: [{ when: target.when, outcome: 'allow' }] });
       loopDelay(api, loopFile);
       const [steady, attackResult] = await Promise.all([
-        steadyCreations(other!.key, DURATION_S),
+        steadyCreations({ port: API_PORT, key: other!.key, policyKey: 'ordinary', rate: RATE }, DURATION_S),
         target ? attack(attacker!.key, target, DURATION_S) : Promise.resolve(null),
       ]);
       const delay = loopDelay(api, loopFile);

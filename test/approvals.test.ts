@@ -26,7 +26,7 @@ describe('POST /v1/approvals', () => {
     const res = await create({ action: 'refund', payload: { amount: 99.5 }, policyKey: 'refunds' }).expect(200);
     expect(res.body).toMatchObject({ status: 'approved', action: 'refund', payload: { amount: 99.5 }, expiresAt: null, feedback: null });
     expect(res.body).not.toHaveProperty('context');
-    // The spec's fields and the extensions of contract C3 (amended) and C16, nothing else.
+    // The spec's fields and the extensions of contract C3 (amended), C16 and C18, nothing else.
     expect(Object.keys(res.body).sort()).toEqual([
       'action',
       'agent',
@@ -40,6 +40,7 @@ describe('POST /v1/approvals', () => {
       'payload',
       'payloadHash',
       'policyKey',
+      'policyVersion',
       'quorum',
       'receipt',
       'revision',

@@ -78,6 +78,7 @@ describe('audit chain', () => {
         'payload',
         'payloadHash',
         'policyKey',
+        'policyVersion',
         'revision',
         'status',
         'verdict',

@@ -23,7 +23,7 @@ import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from '../src/modules/orgs/org-c
 import { SLACK_INTEGRATION_COLUMNS, SLACK_LINK_TOKEN_COLUMNS } from '../src/modules/slack/slack-columns.js';
 import { TEAMS_INTEGRATION_COLUMNS, TEAMS_LINK_TOKEN_COLUMNS } from '../src/modules/teams/teams-columns.js';
 import { WEBHOOK_DELIVERY_COLUMNS, WEBHOOK_ENDPOINT_COLUMNS } from '../src/modules/webhooks/webhook-columns.js';
-import { POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
+import { POLICY_COLUMNS, PUT_POLICY_COLUMNS } from '../src/modules/policies/policy-store.js';
 import { createTestEnv, type TestEnv } from './support/test-env.js';
 
 /** Every table read with raw SQL, and the map its statements are built from. */
@@ -57,6 +57,7 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
 /** SQL functions returning rows (RETURNS TABLE), and the maps their callers read the rows with. */
 const MAPPED_FUNCTIONS: Record<string, ColumnMap<unknown>> = {
   ag_claim_sign_in_attempt: SIGN_IN_ATTEMPT_COLUMNS,
+  ag_put_policy: PUT_POLICY_COLUMNS,
   ag_verify_audit_range: VERIFIED_RANGE_COLUMNS,
 };
 
@@ -71,6 +72,8 @@ const NOT_READ_WITH_RAW_SQL = [
   'member_invites',
   'monthly_usage',
   'push_subscriptions',
+  'policy_version_counters',
+  'policy_versions',
   'sign_in_failures',
   'webhook_attempts',
 ];

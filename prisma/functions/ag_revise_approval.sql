@@ -53,6 +53,8 @@ BEGIN
     quorum = v_changes.quorum, reviewer_roles = v_changes.reviewer_roles, reviewer_emails = v_changes.reviewer_emails,
     allow_self_approval = v_changes.allow_self_approval, channels = v_changes.channels,
     suggested_payload = v_changes.suggested_payload,
+    policy_version = v_changes.policy_version, policy_outcome = v_changes.policy_outcome,
+    shadow_outcome = v_changes.shadow_outcome,
     revisions = v_approval.revisions || jsonb_build_array(p_revision->'entry')
   WHERE id = p_id;
   PERFORM ag_append_audit_events(p_org, p_events);

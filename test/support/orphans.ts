@@ -9,7 +9,7 @@ export function orphanCreation(requesterKeyId: string, action: string, timeoutSe
   const requester = { type: 'api_key' as const, id: requesterKeyId };
   return createApproval(
     { action, payload: { action }, policyKey: 'no-policy' },
-    { kind: 'orphan', timeoutSeconds, policyRevision: null },
+    { kind: 'orphan', timeoutSeconds, policyRevision: null, policyVersion: null },
     { actor: requester, requester },
     new Date(),
   );

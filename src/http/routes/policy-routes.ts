@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { PolicyService } from '../../modules/policies/policy-service.js';
 import {
   policyDocumentSchema,
@@ -6,7 +7,14 @@ import {
   policyKeyParamsSchema,
   policyListQuerySchema,
   policyListSchema,
+  policyReadQuerySchema,
+  policyReplayInputSchema,
+  policyReplaySchema,
+  policyVersionListQuerySchema,
+  policyVersionListSchema,
+  policyVersionViewSchema,
   policyViewSchema,
+  shadowSummarySchema,
 } from '../../modules/policies/policy-schemas.js';
 import { ORG_LIMITS } from '../../modules/orgs/org-limits.js';
 import { problemSchema } from '../problem-schema.js';
@@ -48,6 +56,20 @@ export function policyRoutes(policies: PolicyService) {
       handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.evaluate(tenant, params.key, body) }),
     }),
     defineRoute({
+      method: 'post',
+      path: '/v1/policies/:key/replay',
+      summary: "Replay a draft, or the current version, against the key's stored requests, without creating anything",
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      invalidParams: 'validation_failed',
+      body: policyReplayInputSchema,
+      responses: {
+        200: { description: 'What would have changed: counts by change, and examples.', schema: policyReplaySchema },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, body }) => ({ status: 200, body: await policies.replay(tenant, params.key, body) }),
+    }),
+    defineRoute({
       method: 'get',
       path: '/v1/policies',
       summary: 'List policies by key, with cursor paging',
@@ -65,14 +87,46 @@ export function policyRoutes(policies: PolicyService) {
     defineRoute({
       method: 'get',
       path: '/v1/policies/:key',
-      summary: 'Read a policy',
+      summary: 'Read a policy, or one of its versions',
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      query: policyReadQuerySchema,
+      responses: {
+        200: {
+          description: 'The policy; with `version`, that version and who stored it.',
+          schema: z.union([policyViewSchema, policyVersionViewSchema]),
+        },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, query }) => ({ status: 200, body: await policies.get(tenant, params.key, query) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/policies/:key/shadow',
+      summary: "How the policy's shadow compares with it, for the requests created since the shadow was set",
       scope: 'policies:read',
       params: policyKeyParamsSchema,
       responses: {
-        200: { description: 'The policy.', schema: policyViewSchema },
+        200: {
+          description: 'Requests the shadow evaluated, how many it agreed on, and the disagreements by pair.',
+          schema: shadowSummarySchema,
+        },
         ...problemResponses(401, 403, 404),
       },
-      handler: async ({ tenant, params }) => ({ status: 200, body: await policies.get(tenant, params.key) }),
+      handler: async ({ tenant, params }) => ({ status: 200, body: await policies.shadowSummary(tenant, params.key) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/policies/:key/versions',
+      summary: "A policy's versions, newest first, with cursor paging; kept after a DELETE",
+      scope: 'policies:read',
+      params: policyKeyParamsSchema,
+      query: policyVersionListQuerySchema,
+      responses: {
+        200: { description: 'A page of versions; `nextCursor` is null on the last page.', schema: policyVersionListSchema },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, query }) => ({ status: 200, body: await policies.versions(tenant, params.key, query) }),
     }),
     defineRoute({
       method: 'delete',

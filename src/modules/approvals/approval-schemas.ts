@@ -185,6 +185,11 @@ export const approvalViewSchema = z
     escalatedFrom: z.uuid().optional(),
     agent: z.string().nullable(),
     policyKey: z.string(),
+    policyVersion: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The version of the policy the current revision was evaluated under; null for an orphan.' }),
     payloadHash: z.string().meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of `payload`.' }),
     decidedBy: deciderSchema.nullable().meta({ description: 'Null unless approved, rejected or changes_requested.' }),
     decidedAt: z.iso.datetime().nullable().meta({ description: 'Null unless approved, rejected or changes_requested.' }),

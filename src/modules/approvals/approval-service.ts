@@ -180,14 +180,22 @@ export class ApprovalService {
    * this process's snapshot unless `fresh`: the creating transaction rejects a stale revision.
    */
   private async govern(orgId: string, input: ApprovalCreateInput, fresh: boolean): Promise<Governing> {
-    const { document, revision } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
-    if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null };
-    const verdict = await evaluatePolicy(
-      document,
-      { action: input.action, payload: input.payload, agent: input.agent ?? null, context: input.context ?? null },
-      orgId,
-    );
-    return { kind: 'policy', policy: document, verdict, policyRevision: revision };
+    const { document, revision, version } = await this.policies.snapshot(orgId, input.policyKey, { fresh });
+    if (!document) return { kind: 'orphan', timeoutSeconds: this.limits.orphanTimeoutSeconds, policyRevision: null, policyVersion: null };
+    const request = { action: input.action, payload: input.payload, agent: input.agent ?? null, context: input.context ?? null };
+    // The shadow is evaluated beside the policy, before the write, and decides nothing.
+    const [verdict, shadow] = await Promise.all([
+      evaluatePolicy(document, request, orgId),
+      document.shadow ? evaluatePolicy(document.shadow, request, orgId) : null,
+    ]);
+    return {
+      kind: 'policy',
+      policy: document,
+      verdict,
+      shadow: shadow && { outcome: shadow.outcome, matchedRule: shadow.matchedRule },
+      policyRevision: revision,
+      policyVersion: version,
+    };
   }
 
   /** Evaluates and inserts; evaluates again from a fresh read when the policy changed under it. */
@@ -546,6 +554,7 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     ...(approval.escalatedFrom ? { escalatedFrom: approval.escalatedFrom } : {}),
     agent: approval.agent,
     policyKey: approval.policyKey,
+    policyVersion: approval.policyVersion,
     payloadHash: hash,
     ...decisionOf(approval),
     quorum: approval.quorum,

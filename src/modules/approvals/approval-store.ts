@@ -312,6 +312,9 @@ export const APPROVAL_COLUMNS = {
   revisions: 'revisions',
   suggestedPayload: 'suggested_payload',
   receiptSeq: 'receipt_seq',
+  policyVersion: 'policy_version',
+  policyOutcome: 'policy_outcome',
+  shadowOutcome: 'shadow_outcome',
 } as const satisfies ColumnMap<Approval>;
 
 /** The approval's votes in the order they came, as the view shows them. */

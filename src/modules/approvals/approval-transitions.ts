@@ -10,14 +10,27 @@ import { hashPayload } from '../audit/receipt-signing.js';
 
 /** The policy an approval was created under, or none (an orphan) with the orphan timeout. */
 export type Governing = (
-  { kind: 'policy'; policy: PolicyDocument; verdict: PolicyVerdict } | { kind: 'orphan'; timeoutSeconds: number }
+  | {
+      kind: 'policy';
+      policy: PolicyDocument;
+      verdict: PolicyVerdict;
+      /** What the policy's shadow said, which decides nothing; null without a shadow. */
+      shadow: ShadowOutcome | null;
+    }
+  | { kind: 'orphan'; timeoutSeconds: number }
 ) & {
   /** The policy revision the verdict rests on (null: no policy); creation commits only if it is still current. */
   policyRevision: string | null;
+  /** The version of that policy (null: no policy), recorded on the approval. */
+  policyVersion: number | null;
 };
 
+/** A shadow policy's verdict as the approval and its audit event record it. */
+export type ShadowOutcome = Pick<PolicyVerdict, 'outcome' | 'matchedRule'>;
+
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
-type WebhookFacts = ApprovalFacts & Pick<Approval, 'status' | 'policyKey' | 'revision'> & { payload: unknown; payloadHash: string };
+type WebhookFacts = ApprovalFacts &
+  Pick<Approval, 'status' | 'policyKey' | 'revision' | 'policyVersion'> & { payload: unknown; payloadHash: string };
 
 function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
@@ -62,6 +75,7 @@ function webhookEvent(
       payload: approval.payload,
       agent: approval.agent,
       policyKey: approval.policyKey,
+      policyVersion: approval.policyVersion,
       payloadHash: approval.payloadHash,
       revision: approval.revision,
       ...fields,
@@ -102,6 +116,9 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
     allowSelfApproval: rules.allowSelfApproval,
     channels: rules.channels,
     suggestedPayload: null,
+    policyVersion: governing.policyVersion,
+    policyOutcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
+    shadowOutcome: governing.kind === 'policy' ? governing.shadow : null,
   };
 }
 
@@ -109,9 +126,11 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
 function verdictData(governing: Governing) {
   return {
     outcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
+    policyVersion: governing.policyVersion,
     ...(governing.kind === 'policy'
       ? { matchedRule: governing.verdict.matchedRule, ...(governing.verdict.error ? { evaluationError: governing.verdict.error } : {}) }
       : {}),
+    ...(governing.kind === 'policy' && governing.shadow ? { shadowOutcome: governing.shadow } : {}),
   };
 }
 

@@ -78,6 +78,8 @@ export interface WebhookEventBody {
     feedback: string | null;
     agent: string | null;
     policyKey: string;
+    /** The policy version the approval was evaluated under (null for an orphan); absent on events committed before versions. */
+    policyVersion?: number | null;
     payloadHash: string;
     /** Who approved or rejected (see docs/api.md); null for expiry, escalation and orphan events. */
     decidedBy: { type: string; id: string; email?: string; owner?: KeyOwner } | null;

@@ -3,9 +3,14 @@ import { Worker } from 'node:worker_threads';
 import type { RuleInput, RuleRun } from './policy-language.js';
 
 /** Work sent to an evaluation worker. */
-export type PoolTask = { kind: 'run'; expressions: string[]; input: RuleInput } | { kind: 'patterns'; patterns: string[] };
+export type PoolTask =
+  | { kind: 'run'; expressions: string[]; input: RuleInput }
+  /** Many inputs, each run against the first `rules` expressions. */
+  | { kind: 'runMany'; expressions: string[]; items: { input: RuleInput; rules: number }[] }
+  | { kind: 'patterns'; patterns: string[] };
 
-export type PoolAnswer = { kind: 'run'; run: RuleRun } | { kind: 'patterns'; problems: (string | null)[] };
+export type PoolAnswer =
+  { kind: 'run'; run: RuleRun } | { kind: 'runMany'; runs: RuleRun[] } | { kind: 'patterns'; problems: (string | null)[] };
 
 /** Why a task got no answer: it overran its time limit, waited too long, or its worker died. */
 export type PoolOutcome = PoolAnswer | { kind: 'stopped'; reason: string };

@@ -15,7 +15,9 @@ port.on('message', ({ id, task }: { id: number; task: PoolTask }) => {
   const answer: PoolAnswer =
     task.kind === 'run'
       ? { kind: 'run', run: runRules(task.expressions, task.input) }
-      : { kind: 'patterns', problems: task.patterns.map(patternProblem) };
+      : task.kind === 'runMany'
+        ? { kind: 'runMany', runs: task.items.map(({ input, rules }) => runRules(task.expressions.slice(0, rules), input)) }
+        : { kind: 'patterns', problems: task.patterns.map(patternProblem) };
   port.postMessage({ id, answer });
 });
 port.postMessage('ready');

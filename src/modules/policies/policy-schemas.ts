@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonObject, storableString } from '../../lib/json-input.js';
+import { jsonObject, storableInstant, storableString } from '../../lib/json-input.js';
 import { pageLimitSchema } from '../../lib/paging.js';
 
 export const MAX_TIMEOUT_SECONDS = 2_592_000;
@@ -45,7 +45,7 @@ export const reviewersSchema = z
   })
   .meta({ description: 'Who may decide: members whose role is listed, or whose email is. Default: reviewers and admins.' });
 
-export const policyDocumentSchema = z
+const policyFields = z
   .object({
     rules: z.array(policyRuleSchema).max(100).default([]),
     defaultOutcome: z.enum(['allow', 'review']).default('review'),
@@ -65,6 +65,15 @@ export const policyDocumentSchema = z
       .default([...DECISION_CHANNELS])
       .meta({ description: 'Where a decision may be made.' }),
   })
+  .strict();
+
+export const policyDocumentSchema = policyFields
+  .extend({
+    shadow: policyFields.nullable().default(null).meta({
+      description:
+        'A draft evaluated beside this policy at every creation, its outcome recorded, never deciding; see GET /v1/policies/{key}/shadow.',
+    }),
+  })
   .strict()
   .meta({ id: 'PolicyDocument' });
 export type PolicyDocument = z.output<typeof policyDocumentSchema>;
@@ -73,11 +82,48 @@ export type PolicyOutcome = PolicyDocument['defaultOutcome'];
 export const policyViewSchema = policyDocumentSchema
   .extend({
     key: z.string(),
+    version: z.number().int().min(1).meta({ description: 'Counts every PUT under this key, from 1, never reused (also after a DELETE).' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
   .meta({ id: 'Policy' });
 export type PolicyView = z.output<typeof policyViewSchema>;
+
+/** One version of a policy (docs/policies.md#versions): the policy as that PUT stored it, and who stored it. */
+export const policyVersionViewSchema = policyViewSchema
+  .extend({
+    changedBy: z
+      .object({ type: z.enum(['api_key', 'user', 'system']), id: z.string(), email: z.string().optional() })
+      .meta({ description: 'Who stored this version: an API key, a member, or the system.' }),
+  })
+  .meta({ id: 'PolicyVersion' });
+export type PolicyVersionView = z.output<typeof policyVersionViewSchema>;
+
+export const policyVersionListSchema = z
+  .object({
+    versions: z.array(policyVersionViewSchema).meta({ description: 'Newest first.' }),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'PolicyVersionList' });
+
+/** A version number from the query string. */
+const versionNumber = z
+  .string()
+  .regex(/^[1-9]\d{0,8}$/, 'version must be a positive integer')
+  .transform(Number);
+
+/** GET /v1/policies/:key: the current policy, or the version named. */
+export const policyReadQuerySchema = z.strictObject({
+  version: versionNumber.optional().meta({ description: 'A version of the policy to read instead of the current one.' }),
+});
+export type PolicyReadQuery = z.output<typeof policyReadQuerySchema>;
+
+/** GET /v1/policies/:key/versions: newest first, a page at a time. */
+export const policyVersionListQuerySchema = z.strictObject({
+  limit: pageLimitSchema,
+  cursor: storableString('cursor').min(1).max(100).optional().meta({ description: 'Opaque: the `nextCursor` of the previous page.' }),
+});
+export type PolicyVersionListQuery = z.output<typeof policyVersionListQuerySchema>;
 
 export const policyListSchema = z
   .object({
@@ -116,3 +162,59 @@ export const policyEvaluationSchema = z
   })
   .meta({ id: 'PolicyEvaluation' });
 export type PolicyEvaluation = z.output<typeof policyEvaluationSchema>;
+
+/** The most stored requests one replay evaluates (docs/policies.md#replay). */
+export const MAX_REPLAY_REQUESTS = 10_000;
+
+/** A replay of a draft, or of the current version, against the stored requests of a key. */
+export const policyReplayInputSchema = z
+  .strictObject({
+    policy: policyDocumentSchema.optional().meta({ description: 'A draft to replay instead of the current version.' }),
+    from: storableInstant('from').optional().meta({ description: 'Requests created at or after (ISO 8601).' }),
+    to: storableInstant('to').optional().meta({ description: 'Requests created at or before (ISO 8601).' }),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_REPLAY_REQUESTS)
+      .default(1000)
+      .meta({ description: `The newest requests to replay, 1 to ${MAX_REPLAY_REQUESTS.toLocaleString('en-US')}.` }),
+  })
+  .refine((input) => !input.from || !input.to || input.from <= input.to, { path: ['to'], message: 'to must not be before from' })
+  .meta({ id: 'PolicyReplayInput' });
+export type PolicyReplayInput = z.output<typeof policyReplayInputSchema>;
+
+const outcome = z.enum(['allow', 'review', 'reject']);
+
+export const policyReplaySchema = z
+  .object({
+    evaluated: z.number().int().meta({ description: 'Stored requests evaluated.' }),
+    unchanged: z.number().int().meta({ description: 'Those whose outcome would be the one recorded.' }),
+    changed: z.array(z.object({ from: outcome, to: outcome, count: z.number().int() })),
+    examples: z
+      .array(
+        z.object({
+          approvalId: z.uuid(),
+          was: outcome,
+          would: outcome,
+          matchedRule: z.number().int().nullable(),
+          error: z.string().nullable().meta({ description: 'Why the evaluation failed closed to review, if it did.' }),
+        }),
+      )
+      .meta({ description: 'Up to 20 requests per change, newest first.' }),
+  })
+  .meta({ id: 'PolicyReplay' });
+export type PolicyReplay = z.output<typeof policyReplaySchema>;
+
+const liveOutcome = z.enum(['allow', 'review']);
+
+/** GET /v1/policies/:key/shadow: how the current shadow compares with the live policy. */
+export const shadowSummarySchema = z
+  .object({
+    since: z.iso.datetime().nullable().meta({ description: 'When the current shadow was set; null without one.' }),
+    evaluated: z.number().int().meta({ description: 'Requests created since, which the shadow evaluated.' }),
+    agreed: z.number().int(),
+    disagreed: z.array(z.object({ live: liveOutcome, shadow: liveOutcome, count: z.number().int() })),
+  })
+  .meta({ id: 'ShadowSummary' });
+export type ShadowSummary = z.output<typeof shadowSummarySchema>;

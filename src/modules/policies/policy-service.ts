@@ -2,18 +2,34 @@ import type { DataLayer } from '../../data/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import { limitReached } from '../orgs/org-limits.js';
 import type { Tenant } from '../orgs/tenant.js';
-import { checkPolicyRules, evaluatePolicy } from './policy-rules.js';
-import type { PolicyDocument, PolicyEvaluation, PolicyEvaluationInput, PolicyListQuery, PolicyView } from './policy-schemas.js';
-import { PolicyStore, type Policy } from './policy-store.js';
+import { checkPolicyRules, evaluatePolicies, evaluatePolicy, type RuleInput } from './policy-rules.js';
+import type {
+  PolicyDocument,
+  PolicyEvaluation,
+  PolicyEvaluationInput,
+  PolicyListQuery,
+  PolicyReadQuery,
+  PolicyReplay,
+  PolicyReplayInput,
+  PolicyVersionListQuery,
+  PolicyVersionView,
+  PolicyView,
+  ShadowSummary,
+} from './policy-schemas.js';
+import { PolicyStore, type Policy, type PolicyVersion } from './policy-store.js';
 
-/** A policy as some read saw it: its document (null when none exists) and the revision it had. */
+/** A policy as some read saw it: its document (null when none exists), the revision and the version it had. */
 export interface PolicySnapshot {
   document: PolicyDocument | null;
   /** Renewed by every write; null when no policy exists under the key. */
   revision: string | null;
+  version: number | null;
 }
 
 const SNAPSHOT_LIMIT = 10_000;
+
+/** Examples a replay gives of each change. */
+const MAX_REPLAY_EXAMPLES = 20;
 
 export class PolicyService {
   /**
@@ -36,14 +52,32 @@ export class PolicyService {
     const known = fresh ? undefined : this.snapshots.get(cacheKey);
     if (known) return known;
     const policy = await this.store({ orgId }).find(key);
-    const snapshot = { document: policy && toDocument(policy), revision: policy?.revision ?? null };
+    const snapshot = { document: policy && toDocument(policy), revision: policy?.revision ?? null, version: policy?.version ?? null };
     if (this.snapshots.size >= SNAPSHOT_LIMIT) this.snapshots.clear();
     this.snapshots.set(cacheKey, snapshot);
     return snapshot;
   }
 
-  async get(tenant: Tenant, key: string): Promise<PolicyView> {
-    return toView(await this.require(tenant, key));
+  /** The current policy under `key`, or the version named (kept also after a DELETE). */
+  async get(tenant: Tenant, key: string, { version }: PolicyReadQuery = {}): Promise<PolicyView | PolicyVersionView> {
+    if (version === undefined) return toView(await this.require(tenant, key));
+    const stored = await this.store(tenant).findVersion(key, version);
+    if (!stored) throw new NotFoundError(`Policy '${key}' has no version ${version}.`);
+    return toVersionView(stored);
+  }
+
+  /** The versions under `key`, newest first, a page at a time; 404 when no PUT ever stored one. */
+  async versions(
+    tenant: Tenant,
+    key: string,
+    { limit, cursor }: PolicyVersionListQuery,
+  ): Promise<{ versions: PolicyVersionView[]; nextCursor: string | null }> {
+    const before = cursor === undefined ? undefined : decodeVersionCursor(cursor);
+    if (before === null) throw new ValidationError([{ path: 'cursor', message: 'cursor is not one this API gave out' }]);
+    const rows = await this.store(tenant).listVersions(key, { ...(before === undefined ? {} : { before }), limit: limit + 1 });
+    if (rows.length === 0 && before === undefined) throw new NotFoundError(`No policy with key '${key}' was ever stored.`);
+    const page = rows.slice(0, limit);
+    return { versions: page.map(toVersionView), nextCursor: rows.length > limit ? encodeVersionCursor(page.at(-1)!.version) : null };
   }
 
   private async require(tenant: Tenant, key: string): Promise<Policy> {
@@ -69,6 +103,7 @@ export class PolicyService {
    */
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
     await assertRulesCompile(document, '', tenant.orgId);
+    if (document.shadow) await assertRulesCompile(document.shadow, 'shadow.', tenant.orgId);
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
@@ -99,6 +134,67 @@ export class PolicyService {
     return { outcome: verdict.outcome, matchedRule: verdict.matchedRule, error: verdict.error ?? null };
   }
 
+  /**
+   * What the draft, or the current version, would have said of the requests stored under `key`
+   * (see docs/policies.md#replay): each evaluated again by the bounded evaluator on the pool's
+   * workers, compared with what was recorded. Creates and changes nothing.
+   */
+  async replay(tenant: Tenant, key: string, { policy: draft, from, to, limit }: PolicyReplayInput): Promise<PolicyReplay> {
+    let document = draft;
+    if (document) await assertRulesCompile(document, 'policy.', tenant.orgId);
+    else document = toDocument(await this.require(tenant, key));
+    const requests = await this.store(tenant).storedRequests(key, { from, to, limit });
+    const verdicts = await evaluatePolicies(
+      document,
+      requests.map(({ action, payload, agent, context }) => ({
+        action,
+        payload: payload as RuleInput['payload'],
+        agent,
+        context: context as RuleInput['context'],
+      })),
+      tenant.orgId,
+    );
+    const changes = new Map<string, PolicyReplay['changed'][number]>();
+    const examples: PolicyReplay['examples'] = [];
+    for (const [index, request] of requests.entries()) {
+      const verdict = verdicts[index]!;
+      if (verdict.outcome === request.policyOutcome) continue;
+      const change = `${request.policyOutcome}>${verdict.outcome}`;
+      const counted = changes.get(change) ?? { from: request.policyOutcome, to: verdict.outcome, count: 0 };
+      changes.set(change, { ...counted, count: counted.count + 1 });
+      if (counted.count < MAX_REPLAY_EXAMPLES) {
+        examples.push({
+          approvalId: request.id,
+          was: request.policyOutcome,
+          would: verdict.outcome,
+          matchedRule: verdict.matchedRule,
+          error: verdict.error ?? null,
+        });
+      }
+    }
+    const changed = [...changes.values()];
+    return {
+      evaluated: requests.length,
+      unchanged: requests.length - changed.reduce((sum, change) => sum + change.count, 0),
+      changed,
+      examples,
+    };
+  }
+
+  /** How the current shadow of `key` compares with the live policy (see docs/policies.md#shadow-policies). */
+  async shadowSummary(tenant: Tenant, key: string): Promise<ShadowSummary> {
+    const policy = await this.require(tenant, key);
+    if (!policy.shadowSince) return { since: null, evaluated: 0, agreed: 0, disagreed: [] };
+    const tallies = await this.store(tenant).shadowTallies(key, policy.shadowSince);
+    const agreed = tallies.filter((tally) => tally.live === tally.shadow).reduce((sum, tally) => sum + tally.count, 0);
+    return {
+      since: policy.shadowSince.toISOString(),
+      evaluated: tallies.reduce((sum, tally) => sum + tally.count, 0),
+      agreed,
+      disagreed: tallies.filter((tally) => tally.live !== tally.shadow),
+    };
+  }
+
   async delete(tenant: Tenant, key: string): Promise<void> {
     const outcome = await this.store(tenant).delete(key, {
       type: 'policy.deleted',
@@ -117,7 +213,11 @@ export class PolicyService {
 }
 
 /** Every rule can be stored (see checkPolicyRules), or 422 naming each that cannot (under `prefix`). */
-async function assertRulesCompile(document: PolicyDocument, prefix: string, fairnessKey: string): Promise<void> {
+async function assertRulesCompile(
+  document: Pick<PolicyDocument, 'rules' | 'defaultOutcome'>,
+  prefix: string,
+  fairnessKey: string,
+): Promise<void> {
   const errors = (await checkPolicyRules(document, fairnessKey)).map((error) => ({ ...error, path: `${prefix}${error.path}` }));
   if (errors.length > 0) throw new ValidationError(errors, errors.map((error) => error.message).join('; '));
 }
@@ -128,6 +228,7 @@ function toDocument(policy: Policy): PolicyDocument {
     quorum: policy.quorum,
     allowSelfApproval: policy.allowSelfApproval,
     channels: policy.channels as PolicyDocument['channels'],
+    shadow: policy.shadow as PolicyDocument['shadow'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],
     timeoutSeconds: policy.timeoutSeconds,
@@ -139,10 +240,36 @@ function toDocument(policy: Policy): PolicyDocument {
 function toView(policy: Policy): PolicyView {
   return {
     key: policy.key,
+    version: policy.version,
     ...toDocument(policy),
     createdAt: policy.createdAt.toISOString(),
     updatedAt: policy.updatedAt.toISOString(),
   };
+}
+
+/** A stored version as the policy view showed it when that PUT answered, and who made it. */
+function toVersionView(stored: PolicyVersion): PolicyVersionView {
+  return {
+    key: stored.key,
+    version: stored.version,
+    // Versions stored before shadows existed have none.
+    ...({ shadow: null, ...(stored.document as object) } as PolicyDocument),
+    createdAt: stored.policyCreatedAt.toISOString(),
+    updatedAt: stored.createdAt.toISOString(),
+    changedBy: stored.changedBy as PolicyVersionView['changedBy'],
+  };
+}
+
+/** The version a page ended at, as an opaque token (base64url of `v:<version>`). */
+function encodeVersionCursor(version: number): string {
+  return Buffer.from(`v:${version}`, 'utf8').toString('base64url');
+}
+
+/** The version a cursor names, or null when it is not one this API gave out. */
+function decodeVersionCursor(cursor: string): number | null {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return null;
+  const match = /^v:([1-9]\d{0,8})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  return match && encodeVersionCursor(Number(match[1])) === cursor ? Number(match[1]) : null;
 }
 
 /** The key a page ended at, as an opaque token (base64url of `p:<key>`); its form is not part of the API. */

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
+import { byColumn, pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, Sql } from '../../data/database.js';
-import { Prisma, type Policy } from '../../generated/prisma/client.js';
-import type { AuditEventDraft } from '../audit/audit-events.js';
+import { Prisma, type Policy, type PolicyVersion } from '../../generated/prisma/client.js';
+import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
-import { atLimit } from '../orgs/org-limits.js';
+import { ORG_LIMITS } from '../orgs/org-limits.js';
 import type { PolicyDocument } from './policy-schemas.js';
 
-export type { Policy };
+export type { Policy, PolicyVersion };
 
 /** Every column of `policies`; see ColumnMap for why a new one cannot be left out. */
 export const POLICY_COLUMNS = {
@@ -19,6 +19,9 @@ export const POLICY_COLUMNS = {
   onTimeout: 'on_timeout',
   escalateTo: 'escalate_to',
   revision: 'revision',
+  version: 'version',
+  shadow: 'shadow',
+  shadowSince: 'shadow_since',
   reviewerRoles: 'reviewer_roles',
   reviewerEmails: 'reviewer_emails',
   quorum: 'quorum',
@@ -27,6 +30,51 @@ export const POLICY_COLUMNS = {
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies ColumnMap<Policy>;
+
+/** A request stored under a policy key, as a replay evaluates it again, with what its policy said then. */
+export interface StoredRequest {
+  id: string;
+  action: string;
+  payload: unknown;
+  agent: string | null;
+  context: unknown;
+  policyOutcome: 'allow' | 'review';
+}
+
+/**
+ * Read from approvals: the payload the policy evaluated, which is the stored one unless a reviewer
+ * approved an edit of it (its hash then differs from the current revision's), in which case it is
+ * the payload of the audit event that recorded the evaluation.
+ */
+const STORED_REQUEST_COLUMNS = {
+  id: 'a.id',
+  action: 'a.action',
+  payload: `CASE WHEN a.payload_hash IS NOT DISTINCT FROM a.revisions->-1->>'payloadHash' THEN a.payload ELSE coalesce((
+      SELECT e.data::jsonb->'payload' FROM audit_events e
+      WHERE e.org_id = a.org_id AND e.action = a.action AND e.type IN ('approval.created', 'approval.revised')
+        AND e.data::jsonb->>'approvalId' = a.id::text AND coalesce((e.data::jsonb->>'revision')::integer, 1) = a.revision
+      ORDER BY e.seq DESC LIMIT 1), a.payload) END`,
+  agent: 'a.agent',
+  context: 'a.context',
+  policyOutcome: 'a.policy_outcome',
+} as const satisfies ColumnMap<StoredRequest>;
+
+/** What ag_put_policy answers: the outcome, and for a stored policy the columns the function decided. */
+type PutPolicyRow = { outcome: 'stored' | 'unknown_escalation_target' | 'limit_reached' } & Pick<
+  Policy,
+  'version' | 'createdAt' | 'shadowSince'
+>;
+export const PUT_POLICY_COLUMNS = {
+  outcome: 'outcome',
+  ...pickColumns(POLICY_COLUMNS, ['version', 'createdAt', 'shadowSince']),
+} as const satisfies ColumnMap<PutPolicyRow>;
+
+/** How often the live policy and its shadow said each pair of outcomes, since `since`. */
+export interface ShadowTally {
+  live: 'allow' | 'review';
+  shadow: 'allow' | 'review';
+  count: number;
+}
 
 const SELECT_POLICY = `SELECT ${selectList(POLICY_COLUMNS)} FROM policies`;
 const POLICY_KEY = Prisma.raw(selectList(pickColumns(POLICY_COLUMNS, ['key'])));
@@ -55,14 +103,20 @@ export class PolicyStore {
   }
 
   /**
-   * Creates or replaces the policy and appends its audit event in one transaction, or, when
-   * `escalateTo` names another policy that does not exist, or when a new policy would pass the
-   * organization's limit, stores nothing. The target's row is
-   * held with FOR KEY SHARE until the commit, so a concurrent delete of it (which locks it FOR
-   * UPDATE first) either waits and then sees this reference, or wins and leaves nothing to lock.
+   * Creates or replaces the policy as the next version of its key, with the version's row and its
+   * audit event, in one statement (ag_put_policy); or, when `escalateTo` names another policy that
+   * does not exist, or when a new policy would pass the organization's limit, stores nothing.
+   * One statement rather than a transaction of several: PUTs of one organization take turns under
+   * its limit's lock, and a turn of one round trip keeps a burst of them from queueing for seconds.
    */
-  upsert(key: string, document: PolicyDocument, event: AuditEventDraft): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
-    const fields = {
+  async upsert(
+    key: string,
+    document: PolicyDocument,
+    event: AuditEventDraft,
+  ): Promise<Policy | 'unknown_escalation_target' | 'limit_reached'> {
+    const fields: Omit<Policy, 'version' | 'createdAt' | 'shadowSince'> = {
+      orgId: this.orgId,
+      key,
       rules: document.rules,
       defaultOutcome: document.defaultOutcome,
       timeoutSeconds: document.timeoutSeconds,
@@ -73,28 +127,76 @@ export class PolicyStore {
       quorum: document.quorum,
       allowSelfApproval: document.allowSelfApproval,
       channels: document.channels,
+      shadow: document.shadow,
       // Every write renews the revision, which tells approval creation a cached evaluation is stale.
       revision: randomUUID(),
       updatedAt: event.createdAt,
     };
-    const target = document.escalateTo;
-    return this.db.$transaction(async (tx) => {
-      if (await atLimit(tx, this.orgId, 'policies')) {
-        const [existing] = await tx.$queryRaw<unknown[]>`SELECT 1 FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${key}`;
-        if (!existing) return 'limit_reached' as const;
-      }
-      if (target !== null && target !== key) {
-        const held = await tx.$queryRaw<Pick<Policy, 'key'>[]>`
-          SELECT ${POLICY_KEY} FROM policies WHERE org_id = ${this.orgId}::uuid AND key = ${target} FOR KEY SHARE`;
-        if (held.length === 0) return 'unknown_escalation_target' as const;
-      }
-      const policy = await tx.policy.upsert({
-        where: { orgId_key: { orgId: this.orgId, key } },
-        create: { orgId: this.orgId, key, createdAt: event.createdAt, ...fields },
-        update: fields,
-      });
-      await appendAuditEvents(tx, this.orgId, [event]);
-      return policy;
+    // The version is appended to the event's data by the function, as its last member.
+    const serialized = serializeAuditEvent(event);
+    const [row] = await this.sql.query<PutPolicyRow>(
+      'put-policy',
+      `SELECT ${selectList(PUT_POLICY_COLUMNS)} FROM ag_put_policy($1::jsonb, $2::jsonb, $3::jsonb, $4::integer)`,
+      [
+        // A shadow is set now unless it is the one already set (the function keeps that one's time).
+        JSON.stringify(
+          byColumn<Policy>(POLICY_COLUMNS, {
+            ...fields,
+            version: 0,
+            createdAt: event.createdAt,
+            shadowSince: document.shadow ? event.createdAt : null,
+          }),
+        ),
+        JSON.stringify({ document, changedBy: changedByOf(event.actor), createdAt: event.createdAt }),
+        JSON.stringify(serialized),
+        ORG_LIMITS.policies,
+      ],
+    );
+    const { outcome, ...stored } = row!;
+    if (outcome !== 'stored') return outcome;
+    return { ...fields, ...stored } as Policy;
+  }
+
+  /**
+   * The newest `limit` requests evaluated under `key` (orphans were not) created in the range,
+   * newest first: what a replay evaluates again.
+   */
+  storedRequests(
+    key: string,
+    { from, to, limit }: { from?: Date | undefined; to?: Date | undefined; limit: number },
+  ): Promise<StoredRequest[]> {
+    return this.sql.query<StoredRequest>(
+      'stored-requests-of-policy',
+      `SELECT ${selectList(STORED_REQUEST_COLUMNS)} FROM approvals a
+       WHERE a.org_id = $1 AND a.policy_key = $2 AND a.policy_outcome IS NOT NULL
+         AND ($3::timestamptz IS NULL OR a.created_at >= $3) AND ($4::timestamptz IS NULL OR a.created_at <= $4)
+       ORDER BY a.created_at DESC, a.id DESC LIMIT $5`,
+      [this.orgId, key, from ?? null, to ?? null, limit],
+    );
+  }
+
+  /** The live and shadow outcomes of the requests created under `key` since `since`, counted by pair. */
+  shadowTallies(key: string, since: Date): Promise<ShadowTally[]> {
+    return this.sql.query<ShadowTally>(
+      'shadow-tallies-of-policy',
+      `SELECT policy_outcome AS live, shadow_outcome->>'outcome' AS shadow, count(*)::integer AS count FROM approvals
+       WHERE org_id = $1 AND policy_key = $2 AND created_at >= $3 AND shadow_outcome IS NOT NULL AND policy_outcome IS NOT NULL
+       GROUP BY 1, 2 ORDER BY 1, 2`,
+      [this.orgId, key, since],
+    );
+  }
+
+  /** One version of the policy under `key`, kept also after the policy was deleted. */
+  findVersion(key: string, version: number): Promise<PolicyVersion | null> {
+    return this.db.policyVersion.findUnique({ where: { orgId_key_version: { orgId: this.orgId, key, version } } });
+  }
+
+  /** Up to `limit` versions under `key`, newest first, older than `before` when given. */
+  listVersions(key: string, { before, limit }: { before?: number; limit: number }): Promise<PolicyVersion[]> {
+    return this.db.policyVersion.findMany({
+      where: { orgId: this.orgId, key, ...(before === undefined ? {} : { version: { lt: before } }) },
+      orderBy: { version: 'desc' },
+      take: limit,
     });
   }
 
@@ -116,4 +218,9 @@ export class PolicyStore {
       return 'deleted' as const;
     });
   }
+}
+
+/** Who stored a version: the audit actor, without a key's owner (the audit event names the key). */
+function changedByOf(actor: AuditEventDraft['actor']): Prisma.InputJsonValue {
+  return actor.type === 'user' ? { type: actor.type, id: actor.id, email: actor.email } : { type: actor.type, id: actor.id };
 }
