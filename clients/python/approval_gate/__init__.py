@@ -1,6 +1,8 @@
 """Approval Gate for Python agents: ask before acting, wait for the decision, verify webhooks.
 
-Standard library only. See docs/python.md in the Approval Gate repository.
+Standard library only. Receipts and the audit log's proofs are checked by the submodule
+``approval_gate.receipts``, which needs the ``cryptography`` package (the ``receipts`` extra), so it
+is not imported here. See docs/python.md and docs/receipts.md in the Approval Gate repository.
 """
 
 from ._http import RetryEvent, RetryPolicy
