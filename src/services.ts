@@ -143,7 +143,7 @@ export async function createServices(
 
   const orgs = new OrgService(data);
   const members = new MemberService(data, { outboxSignal }, { publicUrl: config.PUBLIC_URL });
-  const policies = new PolicyService(data);
+  const policies = new PolicyService(readable);
   const auditTree = new AuditTree(data);
   const checkpoints = new CheckpointService(
     data,

@@ -1,7 +1,8 @@
 import type { DataLayer } from '../../data/database.js';
+import type { Reads } from '../../data/read-replica.js';
 import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.js';
 import { limitReached } from '../orgs/org-limits.js';
-import type { Tenant } from '../orgs/tenant.js';
+import { principalKey, type Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicies, evaluatePolicy, type RuleInput } from './policy-rules.js';
 import type {
   PolicyDocument,
@@ -39,7 +40,7 @@ export class PolicyService {
    */
   private readonly snapshots = new Map<string, PolicySnapshot>();
 
-  constructor(private readonly data: Pick<DataLayer, 'db' | 'sql'>) {}
+  constructor(private readonly data: Pick<DataLayer, 'db' | 'sql'> & { reads: Reads }) {}
 
   private store(tenant: Pick<Tenant, 'orgId'>): PolicyStore {
     return new PolicyStore(this.data.db, this.data.sql, tenant.orgId);
@@ -143,7 +144,10 @@ export class PolicyService {
     let document = draft;
     if (document) await assertRulesCompile(document, 'policy.', tenant.orgId);
     else document = toDocument(await this.require(tenant, key));
-    const requests = await this.store(tenant).storedRequests(key, { from, to, limit });
+    // History is read from the replica when one is fresh (docs/operations.md#read-replica): a replay
+    // of 10,000 requests is the kind of read that belongs there.
+    const history = new PolicyStore(this.data.db, await this.data.reads.sqlFor(principalKey(tenant.principal)), tenant.orgId);
+    const requests = await history.storedRequests(key, { from, to, limit });
     const verdicts = await evaluatePolicies(
       document,
       requests.map(({ action, payload, agent, context }) => ({
