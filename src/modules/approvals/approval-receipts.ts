@@ -16,12 +16,12 @@ export function decisionOf(approval: DecisionFacts): { decidedBy: Decider | null
   };
 }
 
-export type ReceiptSubject = Pick<Approval, 'id' | 'revision' | 'status' | 'action' | 'policyKey'> &
-  DecisionFacts & { payloadHash: string; policyVersion?: number | null };
+export type ReceiptSubject = Pick<Approval, 'id' | 'revision' | 'status' | 'action' | 'policyKey' | 'policyVersion'> &
+  DecisionFacts & { payloadHash: string };
 
 /**
- * What a settlement's receipt states from the approval alone (see docs/receipts.md). The policy
- * version is the approval's own when it records one, else null.
+ * What a settlement's receipt states from the approval alone (see docs/receipts.md): the policy
+ * version is the one the settled revision was evaluated under (null for an orphan).
  */
 export function receiptFacts(approval: ReceiptSubject): ReceiptFacts {
   return {
@@ -32,7 +32,7 @@ export function receiptFacts(approval: ReceiptSubject): ReceiptFacts {
     payloadHash: approval.payloadHash,
     ...decisionOf(approval),
     policyKey: approval.policyKey,
-    policyVersion: approval.policyVersion ?? null,
+    policyVersion: approval.policyVersion,
   };
 }
 
