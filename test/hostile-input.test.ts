@@ -193,6 +193,9 @@ describe('a body that is not valid UTF-8', () => {
     expect(operations.length).toBeGreaterThan(10);
     for (const operation of operations) {
       const [method, path] = operation.split(' ') as [string, string];
+      // The Bot Framework's endpoint verifies the Bot Connector's token before it reads a byte of the
+      // body (test/teams.test.ts tries every forged token): without one it is 401, whatever the body.
+      if (path === '/teams/messages') continue;
       let res = await sendBytes(method, path, notUtf8, { authorization: `Bearer ${org.key}` });
       // Operations for a console session only refuse the key: those are sent with a member's session.
       if (res.status === 401) res = await sendBytes(method, path, notUtf8, session);

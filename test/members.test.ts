@@ -39,6 +39,7 @@ describe('members API', () => {
       createdAt: expect.stringMatching(/Z$/),
       lastSignInAt: null,
       slackLinked: false,
+      teamsLinked: false,
       emailNotifications: true,
     });
     expect(res.body.inviteUrl).toMatch(/^https:\/\/gate\.acme\.test\/console\/invite\/[A-Za-z0-9_-]{43}$/);

@@ -129,7 +129,7 @@ describe('decision receipts', () => {
         decidedBy: view.decidedBy,
         decidedAt: view.decidedAt,
         policyKey: expect.any(String),
-        policyVersion: null,
+        policyVersion: 1, // the policy was PUT once: the version the request was evaluated under
         seq: expect.any(Number),
         keyId: keys[0]!.keyId,
       });

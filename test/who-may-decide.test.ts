@@ -258,7 +258,7 @@ describe('policy documents', () => {
       reviewers: { roles: ['reviewer', 'admin'], members: [] },
       quorum: 1,
       allowSelfApproval: false,
-      channels: ['api', 'console', 'email', 'slack'],
+      channels: ['api', 'console', 'email', 'slack', 'teams'],
     });
     expect((await org.request('get', '/v1/policies/named').expect(200)).body.reviewers).toEqual({
       roles: [],

@@ -32,15 +32,21 @@ class Approval(TypedDict, total=False):
     escalatedFrom: str
     agent: Optional[str]
     policyKey: str
+    #: The version of the policy the current revision was evaluated under; None for an orphan.
+    policyVersion: Optional[int]
     payloadHash: str
     decidedBy: Optional[dict[str, Any]]
     decidedAt: Optional[str]
     quorum: int
     votes: list[dict[str, Any]]
     onBehalfOf: Optional[str]
+    #: Only when listed with ``include="createdByKey"``: the API key that created the request.
+    createdByKey: Optional[dict[str, Any]]
     revision: int
     revisions: list[Revision]
     suggestedPayload: Optional[dict[str, Any]]
+    #: ``{"receipt": {...}, "signature": "..."}`` once settled (see approval_gate.receipts); None while pending.
+    receipt: Optional[dict[str, Any]]
 
 
 class ApprovalList(TypedDict):
