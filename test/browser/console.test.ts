@@ -211,7 +211,7 @@ describe('deciding', () => {
     const { org, reviewer } = await organization();
     const approval = await createApproval(org, 'refund-approve');
     const { context, page } = await signIn(browser, env, reviewer);
-    await page.getByRole('link', { name: 'refund-approve' }).click();
+    await page.getByRole('link', { name: 'refund-approve', exact: true }).click();
     await page.getByRole('heading', { name: 'refund-approve' }).waitFor();
 
     await page.getByText('Rule 1 (payload.amount > 100) matched: review.').waitFor();
@@ -300,7 +300,7 @@ describe('deciding', () => {
     const second = await createApproval(org, 'triage-2');
     const third = await createApproval(org, 'triage-3');
     const { context, page } = await signIn(browser, env, reviewer);
-    await page.getByRole('link', { name: 'triage-1' }).waitFor();
+    await page.getByRole('link', { name: 'triage-1', exact: true }).waitFor();
     expect(await inboxActions(page)).toEqual(['triage-3', 'triage-2', 'triage-1', 'triage-0']);
     const selected = () => page.locator('li[aria-current="true"]').getByRole('link').first().textContent();
     expect(await selected()).toBe('triage-3');
@@ -316,7 +316,7 @@ describe('deciding', () => {
     await page.keyboard.press('a');
     await page.getByRole('status').filter({ hasText: 'Approved triage-2' }).waitFor();
     expect(await approvalOf(org, second.id)).toMatchObject({ status: 'approved' });
-    expect(await inboxActions(page)).toEqual(['triage-3', 'triage-1']);
+    expect(await inboxActions(page)).toEqual(['triage-3', 'triage-1', 'triage-0']);
     expect(await selected()).toBe('triage-1');
 
     await page.keyboard.press('r');
@@ -334,7 +334,7 @@ describe('deciding', () => {
     expect(await approvalOf(org, changes.id)).toMatchObject({ status: 'pending' });
 
     // `c` opens the request's page with the request-changes form, its feedback field focused.
-    await page.locator('li[aria-current="true"]').getByRole('link', { name: 'triage-0' }).focus();
+    await page.locator('li[aria-current="true"]').getByRole('link', { name: 'triage-0', exact: true }).focus();
     await page.keyboard.press('c');
     await page.waitForURL(`**/console/approvals/${changes.id}`);
     await page.getByRole('form', { name: 'Request changes' }).waitFor();
@@ -347,7 +347,7 @@ describe('deciding', () => {
     expect(await approvalOf(org, changes.id)).toMatchObject({ status: 'changes_requested', feedback: 'Name the order.' });
 
     await page.goBack();
-    await page.getByRole('link', { name: 'triage-3' }).waitFor();
+    await page.getByRole('link', { name: 'triage-3', exact: true }).waitFor();
     expect(await inboxActions(page)).toEqual(['triage-3']);
     await page.keyboard.press('Enter');
     await page.waitForURL(`**/console/approvals/${third.id}`);
@@ -413,7 +413,7 @@ describe('who may do what', () => {
     const { org, viewer } = await organization();
     const approval = await createApproval(org, 'viewer-cannot');
     const { context, page } = await signIn(browser, env, viewer);
-    await page.getByRole('link', { name: 'viewer-cannot' }).waitFor();
+    await page.getByRole('link', { name: 'viewer-cannot', exact: true }).waitFor();
     expect(await page.getByRole('button', { name: /^(Approve|Reject)/ }).count()).toBe(0);
     // Sections that need scopes the role lacks are not offered.
     expect(await page.getByRole('navigation', { name: 'Sections' }).getByRole('link').allTextContents()).toEqual([
@@ -429,7 +429,7 @@ describe('who may do what', () => {
     await page.keyboard.press('r');
     expect(await page.getByRole('dialog').count()).toBe(0);
 
-    await page.getByRole('link', { name: 'viewer-cannot' }).click();
+    await page.getByRole('link', { name: 'viewer-cannot', exact: true }).click();
     await page.getByRole('heading', { name: 'viewer-cannot' }).waitFor();
     expect(await page.getByRole('heading', { name: 'Decide' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: /Approve|Reject|Edit payload/ }).count()).toBe(0);
@@ -754,8 +754,8 @@ describe('administration', () => {
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.waitForURL(/status=rejected/);
     // The unfiltered list showed both: the pending one must go, the rejected one stay.
-    await page.getByRole('link', { name: 'history-pending' }).waitFor({ state: 'detached' });
-    await page.getByRole('link', { name: 'history-rejected' }).waitFor();
+    await page.getByRole('link', { name: 'history-pending', exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: 'history-rejected', exact: true }).waitFor();
     await context.close();
   });
 });
