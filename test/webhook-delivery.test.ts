@@ -91,7 +91,11 @@ describe('webhook delivery', () => {
         escalating.id,
         { status: 'escalated', verdict: null, feedback: null, policyKey: 'escalating', decidedBy: null, escalatedTo: expect.any(String) },
       ],
-      ['approval.orphaned', orphan.id, { status: 'pending', verdict: null, feedback: null, policyKey: 'no-such-policy', decidedBy: null }],
+      [
+        'approval.orphaned',
+        orphan.id,
+        { status: 'pending', verdict: null, feedback: null, policyKey: 'no-such-policy', decidedBy: null, policyVersion: null },
+      ],
     ];
     const payload = { amount: 12.5, note: 'ünïcode' };
     // Contract C8: what a receiver recomputes before executing the payload.
@@ -107,7 +111,8 @@ describe('webhook delivery', () => {
         type,
         createdAt: expect.stringMatching(/Z$/),
         // No AUDIT_SIGNING_KEY here: the receipt is null (docs/receipts.md).
-        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, revision: 1, receipt: null, ...data },
+        // Each policy was PUT once (version 1); an orphan has none.
+        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, revision: 1, receipt: null, policyVersion: 1, ...data },
       });
       expect(delivery.headers).toMatchObject({
         'content-type': 'application/json',
