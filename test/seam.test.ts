@@ -149,7 +149,16 @@ describe('the consumer seam', () => {
     const tasks = await env.services.db.consumerTask.findMany({ where: { orgId: org.orgId } });
     expect(tasks.filter((task) => task.status !== 'done')).toEqual([]);
     expect(new Set(tasks.map((task) => task.consumer))).toEqual(
-      new Set(['orphan-alert', 'endpoint-disabled-alert', 'approval-mail', 'slack-post', 'slack-update', recordingConsumer.name]),
+      new Set([
+        'orphan-alert',
+        'endpoint-disabled-alert',
+        'approval-mail',
+        'slack-post',
+        'slack-update',
+        'teams-post',
+        'teams-update',
+        recordingConsumer.name,
+      ]),
     );
   }, 120_000);
 });
