@@ -1,5 +1,6 @@
 import { isSlackRefusal } from '../../modules/slack/slack-api.js';
 import { defineEventHandler } from '../consumer.js';
+import { POSTED_CARD_EVENTS } from '../posted-card-events.js';
 import { refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
 
 /**
@@ -9,14 +10,7 @@ import { refreshApprovalMessage, slackJobOptions } from '../../modules/slack/sla
  */
 export const slackUpdateConsumer = defineEventHandler({
   name: 'slack-update',
-  events: [
-    'approval.vote_recorded',
-    'approval.approved',
-    'approval.rejected',
-    'approval.expired',
-    'approval.escalated',
-    'approval.changes_requested',
-  ],
+  events: POSTED_CARD_EVENTS,
   options: slackJobOptions,
   handle: (services) => async (event) => {
     const approvalId = String(event.data.approvalId);

@@ -1,6 +1,7 @@
 import { refreshApprovalCard, teamsJobOptions } from '../../modules/teams/teams-cards-refresh.js';
 import { TeamsCallError } from '../../modules/teams/teams-connector.js';
 import { defineEventHandler } from '../consumer.js';
+import { POSTED_CARD_EVENTS } from '../posted-card-events.js';
 
 /**
  * Every Teams card posted for an approval's current revision follows it (see
@@ -9,14 +10,7 @@ import { defineEventHandler } from '../consumer.js';
  */
 export const teamsUpdateConsumer = defineEventHandler({
   name: 'teams-update',
-  events: [
-    'approval.vote_recorded',
-    'approval.approved',
-    'approval.rejected',
-    'approval.expired',
-    'approval.escalated',
-    'approval.changes_requested',
-  ],
+  events: POSTED_CARD_EVENTS,
   options: teamsJobOptions,
   handle: (services) => async (event) => {
     const approvalId = String(event.data.approvalId);
