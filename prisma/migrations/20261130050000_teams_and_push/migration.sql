@@ -8,7 +8,6 @@ UPDATE "policies" SET "channels" = ARRAY['api', 'console', 'email', 'slack', 'te
 WHERE "channels" = ARRAY['api', 'console', 'email', 'slack']::TEXT[];
 
 ALTER TABLE "members" ADD COLUMN "teams_aad_object_id" TEXT;
-CREATE UNIQUE INDEX "members_org_id_teams_aad_object_id_key" ON "members"("org_id", "teams_aad_object_id");
 
 ALTER TABLE "approval_notifications" ADD COLUMN "teams_conversation_id" TEXT,
 ADD COLUMN "teams_activity_id" TEXT;
