@@ -79,6 +79,7 @@ describe('audit chain', () => {
         'payloadHash',
         'policyKey',
         'policyVersion',
+        'receipt',
         'revision',
         'status',
         'verdict',
