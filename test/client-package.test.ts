@@ -78,7 +78,7 @@ beforeAll(async () => {
 }, 900_000);
 
 describe('@approval-gate/client, packed and installed into another project', () => {
-  it('holds the built client and its declarations, none of the service, and installs no dependency: its node_modules is under 5 MB', async () => {
+  it('holds the built client and its declarations, none of the service, and installs only canonicalize (RFC 8785, for receipts): its node_modules is under 5 MB', async () => {
     expect(packed.client).toEqual(
       expect.arrayContaining([
         'package/package.json',
@@ -93,7 +93,9 @@ describe('@approval-gate/client, packed and installed into another project', () 
     expect(
       packed.client.filter((file) => /\/(server|services|dev|config)\.js$|\/(console|generated|http|db|consumers|jobs)\//.test(file)),
     ).toEqual([]);
-    expect(await readdir(path.join(clientConsumer, 'node_modules'))).not.toContain('zod');
+    const installed = await readdir(path.join(clientConsumer, 'node_modules'));
+    expect(installed).toContain('canonicalize');
+    expect(installed).not.toContain('zod');
     expect(installedBytes.client).toBeLessThan(MAX_CLIENT_INSTALL_BYTES);
   });
 
@@ -172,6 +174,8 @@ export const event = verifyWebhook({ rawBody: '{}', headers: {}, secret: 'whsec_
 describe('@approval-gate/mcp, packed and installed into another project', () => {
   it('holds only the built server, and depends on the client, not on the service', () => {
     expect(packed.mcp.sort()).toEqual([
+      'package/dist/approval-outcome.js',
+      'package/dist/approval-tasks.js',
       'package/dist/approval-tools.js',
       'package/dist/config.js',
       'package/dist/main.js',

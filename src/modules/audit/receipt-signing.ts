@@ -3,18 +3,13 @@
 // another. Only node:crypto and an RFC 8785 implementation, as for checkpoints.
 import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { z } from 'zod';
-import type { receiptSchema, signedReceiptSchema } from '../approvals/approval-schemas.js';
 import type { PublishedKey } from './checkpoint-signing.js';
+import type { Receipt, SignedReceipt } from './receipt-types.js';
 
-/** The signed object: the settlement, its organization, the audit event that recorded it, and the key. */
-export type Receipt = z.output<typeof receiptSchema>;
+export type { Receipt, SignedReceipt };
 
 /** What a settlement states from the approval alone, before the append gives it its seq. */
 export type ReceiptFacts = Omit<Receipt, 'orgId' | 'seq' | 'keyId'>;
-
-/** A receipt with its base64 Ed25519 signature over receiptBytes(receipt): what the API serves. */
-export type SignedReceipt = z.output<typeof signedReceiptSchema>;
 
 /** Every member, in one place: the bytes signed are exactly these, whatever else an object carries. */
 function claimOf(receipt: Receipt): Receipt {
