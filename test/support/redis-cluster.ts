@@ -95,11 +95,18 @@ export async function startRedisCluster(): Promise<RedisClusterUnderTest> {
     url: `redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}`,
     ports,
     async failOver(key) {
+      type Shard = [number, number, [string, number, string], ...[string, number, string][]];
       const probe = new Redis(ports[0]!);
       const slot = (await probe.call('cluster', 'keyslot', key)) as number;
-      const shards = (await probe.call('cluster', 'slots')) as [number, number, [string, number, string], ...[string, number, string][]][];
+      // A replica shows in CLUSTER SLOTS only once it has attached to its master, which a loaded
+      // machine may not have done yet: wait for the slot's master to have one.
+      let shard: Shard | undefined;
+      await eventually(async () => {
+        const shards = (await probe.call('cluster', 'slots')) as Shard[];
+        shard = shards.find(([first, last, , replica]) => slot >= first && slot <= last && replica !== undefined);
+        return shard !== undefined;
+      }, 15_000);
       probe.disconnect();
-      const shard = shards.find(([first, last]) => slot >= first && slot <= last)!;
       const [, , [, from], [, to]] = shard as [number, number, [string, number, string], [string, number, string]];
       await run('redis-cli', ['-p', String(to), 'cluster', 'failover']);
       await eventually(async () => {
