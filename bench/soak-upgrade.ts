@@ -17,17 +17,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { APPROVAL_WEBHOOK_TYPES } from '../src/modules/audit/audit-events.js';
 import { SCOPES } from '../src/modules/orgs/tenant.js';
+import { APPROVAL_WEBHOOK_TYPES } from '../src/modules/audit/audit-events.js';
 import { formatTable } from './lib/figures.js';
 import { expectJson, putPolicy } from './lib/http.js';
 import { answers200, startNodeProcess, startWorker, type NodeProcess } from './lib/processes.js';
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 import { createPostgresCluster } from './soak/postgres-cluster.js';
 import { startRedisServer } from './soak/redis-server.js';
-import { startRoundRobinProxy } from './soak/round-robin-proxy.js';
-import { Traffic } from './soak/traffic.js';
-import { startWebhookReceiver } from './soak/webhook-receiver.js';
+import { startTrafficRig } from './soak/traffic-rig.js';
 
 const STEP_SECONDS = envInt('SOAK_UPGRADE_STEP_SECONDS', 10);
 const CREATIONS_PER_SECOND = envNumber('SOAK_CREATIONS_PER_SECOND', 20);
@@ -131,28 +129,16 @@ runBenchmark('soak:upgrade', (STEP_SECONDS * 12 + DRAIN_SECONDS + BUILD_ALLOWANC
   webs.push(await startWeb(releases.old, 0));
   webs.push(await startWeb(releases.old, 1));
   workers[0] = await startWorkerOf(releases.old, 0);
-  const proxy = await startRoundRobinProxy(PORTS.proxy, PORTS.webs);
-  cleanup(() => proxy.close());
-  const receiver = await startWebhookReceiver(20);
-  cleanup(() => receiver.close());
-
-  const port = PORTS.proxy;
-  await putPolicy(port, key, POLICY_KEY, { rules: [{ when: 'payload.amount < 10', outcome: 'allow' }], timeoutSeconds: 86_400 });
-  await expectJson(201, {
-    port,
-    method: 'POST',
-    path: '/v1/webhooks',
-    key,
-    body: { url: receiver.url, events: [...APPROVAL_WEBHOOK_TYPES] },
-  });
-
-  const traffic = new Traffic({
-    port,
+  const { port, receiver, traffic } = await startTrafficRig({
+    proxyPort: PORTS.proxy,
+    webPorts: PORTS.webs,
     key,
     reviewerKey,
     policyKey: POLICY_KEY,
+    receiverFailEvery: 20,
     creationsPerSecond: CREATIONS_PER_SECOND,
     longPollers: LONG_POLLERS,
+    cleanup,
   });
   const startedAt = Date.now();
   const at = () => `${Math.round((Date.now() - startedAt) / 1000)} s`;

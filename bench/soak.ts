@@ -29,9 +29,7 @@ import { startWebServer, startWorker, type NodeProcess } from './lib/processes.j
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 import { createPostgresCluster } from './soak/postgres-cluster.js';
 import { startRedisServer } from './soak/redis-server.js';
-import { startRoundRobinProxy } from './soak/round-robin-proxy.js';
-import { Traffic } from './soak/traffic.js';
-import { startWebhookReceiver } from './soak/webhook-receiver.js';
+import { startTrafficRig } from './soak/traffic-rig.js';
 
 const SECONDS = envInt('SOAK_SECONDS', envNumber('SOAK_MINUTES', 10) * 60);
 const CREATIONS_PER_SECOND = envNumber('SOAK_CREATIONS_PER_SECOND', 20);
@@ -111,28 +109,16 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
     webs.push(await startWeb(index));
     workers.push(await startWorkerProcess(index));
   }
-  const proxy = await startRoundRobinProxy(PORTS.proxy, PORTS.webs);
-  cleanup(() => proxy.close());
-  const receiver = await startWebhookReceiver(RECEIVER_FAIL_EVERY);
-  cleanup(() => receiver.close());
-
-  const port = PORTS.proxy;
-  await putPolicy(port, key, POLICY_KEY, { rules: [{ when: 'payload.amount < 10', outcome: 'allow' }], timeoutSeconds: 86_400 });
-  await expectJson(201, {
-    port,
-    method: 'POST',
-    path: '/v1/webhooks',
-    key,
-    body: { url: receiver.url, events: [...APPROVAL_WEBHOOK_TYPES] },
-  });
-
-  const traffic = new Traffic({
-    port,
+  const { port, proxy, receiver, traffic } = await startTrafficRig({
+    proxyPort: PORTS.proxy,
+    webPorts: PORTS.webs,
     key,
     reviewerKey,
     policyKey: POLICY_KEY,
+    receiverFailEvery: RECEIVER_FAIL_EVERY,
     creationsPerSecond: CREATIONS_PER_SECOND,
     longPollers: LONG_POLLERS,
+    cleanup,
   });
   const startedAt = Date.now();
   const elapsed = () => `${Math.round((Date.now() - startedAt) / 1000)} s`;
