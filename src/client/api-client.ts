@@ -29,7 +29,6 @@ import type {
   PolicyReplayInput,
   PolicyVersionList,
   PolicyVersionListQuery,
-  PolicyVersionView,
   PolicyView,
   ShadowSummary,
   RevisionInput,
@@ -166,9 +165,6 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       /** The key's versions, newest first, also after a DELETE; pass `nextCursor` back as `cursor` for the next page. */
       versions: (key: string, query: PolicyVersionListQuery = {}) =>
         request<PolicyVersionList>('GET', `/v1/policies/${segment(key)}/versions`, { query }),
-      /** One version of the policy, with who stored it. */
-      version: (key: string, version: number) =>
-        request<PolicyVersionView>('GET', `/v1/policies/${segment(key)}`, { query: { version } }),
       /** What the draft in `input.policy` (or the current version) would have decided for the key's stored requests; nothing changes. */
       replay: (key: string, input: PolicyReplayInput = {}) =>
         request<PolicyReplay>('POST', `/v1/policies/${segment(key)}/replay`, { body: input }),

@@ -4,6 +4,7 @@ import type { PolicyDocumentInput, PolicyReplay } from '../../client/api-types';
 import { api } from '../api';
 import { useAction } from '../hooks/use-resource';
 import { localInputToIso } from '../lib/datetime-input';
+import { countOf } from '../lib/format';
 import { DRAFT_PREFIX, draftErrorsOf, type FieldError } from '../lib/policy-draft';
 import { DataTable } from './data-table';
 import { ProblemMessage } from './problem-message';
@@ -62,8 +63,8 @@ export function PolicyReplayPanel({
     <form className="panel stack" onSubmit={replay.submit} aria-labelledby="replay-title">
       <h2 id="replay-title">Replay against past requests</h2>
       <p className="hint">
-        The draft above, evaluated again for the requests already made under {policyKey}, newest first, and compared with the outcome
-        each one got; nothing is saved or changed.
+        The draft above, evaluated again for the requests already made under {policyKey}, newest first, and compared with the outcome each
+        one got; nothing is saved or changed.
       </p>
       <label>
         Requests created from (optional)
@@ -98,7 +99,7 @@ function ReplayResult({ result }: { result: PolicyReplay }) {
       <p role="status" className={changedCount === 0 ? 'notice' : 'hint'}>
         {result.evaluated === 0
           ? 'No request was made under this key in that range.'
-          : `Of ${result.evaluated.toLocaleString()} requests, ${changedCount.toLocaleString()} would get another outcome and ${result.unchanged.toLocaleString()} the same.`}
+          : `Of ${countOf(result.evaluated, 'request')}, ${changedCount.toLocaleString()} would get another outcome and ${result.unchanged.toLocaleString()} the same.`}
       </p>
       {result.changed.length > 0 && (
         <>

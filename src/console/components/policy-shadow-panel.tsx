@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { PolicyDocumentInput, PolicyView } from '../../client/api-types';
 import { api } from '../api';
 import { useAction, useResource } from '../hooks/use-resource';
-import { formatTime } from '../lib/format';
+import { countOf, formatTime } from '../lib/format';
 import { jsonLineDiff } from '../lib/json-edit';
 import { documentOfView, draftErrorsOf, SHADOW_PREFIX, type FieldError } from '../lib/policy-draft';
 import { DataTable } from './data-table';
@@ -51,8 +51,8 @@ export function PolicyShadowPanel({
     <section className="panel stack" aria-labelledby="shadow-title">
       <h2 id="shadow-title">Shadow policy</h2>
       <p className="hint">
-        A shadow is evaluated beside the policy for every new request and its outcome recorded, but it never decides: it shows what a
-        change would do to the requests as they arrive, before it goes live.
+        A shadow is evaluated beside the policy for every new request and its outcome recorded, but it never decides: it shows what a change
+        would do to the requests as they arrive, before it goes live.
       </p>
       {shadow ? (
         <>
@@ -61,7 +61,7 @@ export function PolicyShadowPanel({
           {summary.data && (
             <>
               <p role="status">
-                Since {formatTime(summary.data.since)}: {summary.data.evaluated.toLocaleString()} requests evaluated,{' '}
+                Since {formatTime(summary.data.since)}: {countOf(summary.data.evaluated, 'request')} evaluated,{' '}
                 {summary.data.agreed.toLocaleString()} with the same outcome.
               </p>
               {summary.data.disagreed.length === 0 ? (

@@ -77,3 +77,8 @@ export function quorumText({ status, quorum }: { status: string; quorum: number 
 export function prettyJson(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }
+
+/** "1 request", "1,200 requests". */
+export function countOf(count: number, noun: string): string {
+  return `${count.toLocaleString()} ${noun}${count === 1 ? '' : 's'}`;
+}

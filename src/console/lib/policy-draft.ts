@@ -102,6 +102,8 @@ export interface FieldError {
  */
 export function draftErrorsOf(error: unknown, prefix: string): { errors: FieldError[]; onlyDraft: boolean } {
   const named = error instanceof ApiError ? (error.problem.errors ?? []) : [];
-  const errors = named.filter((field) => field.path.startsWith(prefix)).map((field) => ({ ...field, path: field.path.slice(prefix.length) }));
+  const errors = named
+    .filter((field) => field.path.startsWith(prefix))
+    .map((field) => ({ ...field, path: field.path.slice(prefix.length) }));
   return { errors, onlyDraft: errors.length > 0 && errors.length === named.length };
 }
