@@ -3,7 +3,7 @@ import type { PolicyDocumentInput, PolicyView } from '../../client/api-types';
 import { api } from '../api';
 import { useAction, useResource } from '../hooks/use-resource';
 import { countOf, formatTime } from '../lib/format';
-import { jsonLineDiff } from '../lib/json-edit';
+import { jsonLineDiff, sortedKeys } from '../lib/json-edit';
 import { documentOfView, draftErrorsOf, SHADOW_PREFIX, type FieldError } from '../lib/policy-draft';
 import { DataTable } from './data-table';
 import { LineDiff } from './line-diff';
@@ -56,7 +56,10 @@ export function PolicyShadowPanel({
       </p>
       {shadow ? (
         <>
-          <LineDiff lines={jsonLineDiff(live, { ...shadow, shadow: null })} label="How the shadow differs from the policy, line by line" />
+          <LineDiff
+            lines={jsonLineDiff(sortedKeys(live), sortedKeys({ ...shadow, shadow: null }))}
+            label="How the shadow differs from the policy, line by line"
+          />
           <ProblemMessage error={summary.error} />
           {summary.data && (
             <>

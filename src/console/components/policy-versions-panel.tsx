@@ -4,7 +4,7 @@ import { api, unlessMissing } from '../api';
 import { useMemberEmails } from '../hooks/member-emails';
 import { usePages } from '../hooks/use-pages';
 import { describePrincipal, formatTime } from '../lib/format';
-import { jsonLineDiff } from '../lib/json-edit';
+import { jsonLineDiff, sortedKeys } from '../lib/json-edit';
 import { documentOfView } from '../lib/policy-draft';
 import { DataTable } from './data-table';
 import { LineDiff } from './line-diff';
@@ -100,7 +100,7 @@ function VersionSelect({
 }
 
 function VersionDiff({ older, newer }: { older: PolicyVersionView; newer: PolicyVersionView }) {
-  const lines = jsonLineDiff(documentOfView(older), documentOfView(newer));
+  const lines = jsonLineDiff(sortedKeys(documentOfView(older)), sortedKeys(documentOfView(newer)));
   const title = `From version ${older.version} to version ${newer.version}`;
   return (
     <div className="stack">
