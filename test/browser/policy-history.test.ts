@@ -168,11 +168,16 @@ describe('shadow policies', () => {
     expect(await page.getByLabel('Rule 0 condition (CEL)').inputValue()).toBe('payload.amount <= 6');
 
     await ask(org, 'refund-small', 5);
-    await ask(org, 'refund-eight', 8);
+    const eight = await ask(org, 'refund-eight', 8);
     await ask(org, 'refund-large', 500);
     await shadow.getByRole('button', { name: 'Refresh the summary' }).click();
     await shadow.getByText(/: 3 requests evaluated, 2 with the same outcome\.$/).waitFor();
     expect(await shadow.getByRole('region', { name: 'Disagreements' }).locator('tbody tr').allInnerTexts()).toEqual(['allow\treview\t1']);
+    const disagreements = shadow.getByRole('list', { name: 'Requests they disagreed on, newest first' }).getByRole('listitem');
+    expect(await disagreements.allInnerTexts()).toEqual([
+      expect.stringMatching(new RegExp(`^Request ${eight.slice(0, 8)}: the policy said allow, the shadow review \\(`)),
+    ]);
+    expect(await disagreements.getByRole('link').getAttribute('href')).toBe(`/console/approvals/${eight}`);
     expect(await seriousAccessibilityViolations(page)).toEqual([]);
     await screenshot(page, 'policy-shadow');
     await page.setViewportSize({ width: 390, height: 844 });
@@ -213,7 +218,16 @@ describe('a viewer', () => {
       .send({ ...POLICY, shadow: TIGHTER })
       .expect(200);
     await ask(org, 'refund-eight', 8);
+    await org.request('put', '/v1/policies/payouts').send(POLICY).expect(200);
     const { context, page } = await signIn(browser, env, viewer);
+    // The list says which policies have a shadow, and at which version each is.
+    await page.getByRole('link', { name: 'Policies' }).click();
+    const list = page.getByRole('region', { name: 'Policies' });
+    await list.getByRole('link', { name: 'refunds' }).waitFor();
+    const cells = async (key: string) =>
+      (await list.getByRole('row').filter({ hasText: key }).getByRole('cell').allInnerTexts()).slice(0, 6);
+    expect(await cells('payouts')).toEqual(['payouts', '2', 'review', '1 h, then expire', '1', '—']);
+    expect(await cells('refunds')).toEqual(['refunds', '2', 'review', '1 h, then expire', '2', 'set']);
     await openPolicy(page);
     await page.getByRole('region', { name: 'Versions' }).getByRole('cell', { name: '2 (current)' }).waitFor();
     const shadow = page.getByRole('region', { name: 'Shadow policy' });

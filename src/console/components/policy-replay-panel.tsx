@@ -113,7 +113,7 @@ function ReplayResult({ result }: { result: PolicyReplay }) {
             ))}
           </DataTable>
           <h3 id="replay-examples">Examples, newest first</h3>
-          <ul className="replay-examples" aria-labelledby="replay-examples">
+          <ul className="example-requests" aria-labelledby="replay-examples">
             {result.examples.map((example) => (
               <li key={example.approvalId}>
                 <Link to={`/approvals/${example.approvalId}`} className="mono">

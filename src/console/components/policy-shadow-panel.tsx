@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { Link } from 'react-router';
 import type { PolicyDocumentInput, PolicyView } from '../../client/api-types';
 import { api } from '../api';
 import { useAction, useResource } from '../hooks/use-resource';
@@ -70,15 +71,34 @@ export function PolicyShadowPanel({
               {summary.data.disagreed.length === 0 ? (
                 <p className="hint">No disagreement so far.</p>
               ) : (
-                <DataTable label="Disagreements" columns={['The policy said', 'The shadow said', 'Requests']}>
-                  {summary.data.disagreed.map((pair) => (
-                    <tr key={`${pair.live}-${pair.shadow}`}>
-                      <td>{pair.live}</td>
-                      <td>{pair.shadow}</td>
-                      <td>{pair.count.toLocaleString()}</td>
-                    </tr>
-                  ))}
-                </DataTable>
+                <>
+                  <DataTable label="Disagreements" columns={['The policy said', 'The shadow said', 'Requests']}>
+                    {summary.data.disagreed.map((pair) => (
+                      <tr key={`${pair.live}-${pair.shadow}`}>
+                        <td>{pair.live}</td>
+                        <td>{pair.shadow}</td>
+                        <td>{pair.count.toLocaleString()}</td>
+                      </tr>
+                    ))}
+                  </DataTable>
+                  <h3 id="disagreement-examples">Requests they disagreed on, newest first</h3>
+                  <ul className="example-requests" aria-labelledby="disagreement-examples">
+                    {summary.data.disagreed
+                      .flatMap((pair) => pair.examples.map((example) => ({ ...pair, ...example })))
+                      .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+                      .map((example) => (
+                        <li key={example.approvalId}>
+                          <Link to={`/approvals/${example.approvalId}`} className="mono">
+                            Request {example.approvalId.slice(0, 8)}
+                          </Link>
+                          : the policy said {example.live}, the shadow {example.shadow} ({formatTime(example.createdAt)})
+                        </li>
+                      ))}
+                  </ul>
+                  {summary.data.disagreed.some((pair) => pair.count > pair.examples.length) && (
+                    <p className="hint">Only the newest requests of each disagreement are listed; the counts above are all of them.</p>
+                  )}
+                </>
               )}
             </>
           )}
