@@ -136,13 +136,13 @@ describe('policy replay', () => {
     await replay.getByText('No request was made under this key in that range.').waitFor();
     // More than a replay may take is the API's refusal, naming the field.
     await replay.getByLabel('Requests created until (optional)').fill('');
-    await replay.getByLabel(/^At most this many requests/).fill('10001');
+    await replay.getByLabel(/^At most this many of the newest requests/).fill('10001');
     await replay.getByRole('button', { name: 'Replay the draft' }).click();
     await replay.getByRole('alert').getByText(/limit/).waitFor();
 
     // Nothing was stored by replaying; the example links to its request.
     expect(await storedPolicy(org)).toMatchObject({ version: 1, rules: POLICY.rules });
-    await replay.getByLabel(/^At most this many requests/).fill('1000');
+    await replay.getByLabel(/^At most this many of the newest requests/).fill('1000');
     await replay.getByRole('button', { name: 'Replay the draft' }).click();
     await replay.getByRole('link', { name: `Request ${eight.slice(0, 8)}` }).click();
     await page.getByRole('heading', { name: 'refund-eight' }).waitFor();

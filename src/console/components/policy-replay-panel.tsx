@@ -9,9 +9,6 @@ import { DRAFT_PREFIX, draftErrorsOf, type FieldError } from '../lib/policy-draf
 import { DataTable } from './data-table';
 import { ProblemMessage } from './problem-message';
 
-/** The API's bound on one replay (docs/policies.md#replay). */
-const MOST_REQUESTS = 10_000;
-
 type Example = PolicyReplay['examples'][number];
 
 function whyText(example: Example): string {
@@ -75,7 +72,7 @@ export function PolicyReplayPanel({
         <input type="datetime-local" value={to} onChange={(event) => setTo(event.target.value)} />
       </label>
       <label>
-        At most this many requests (up to {MOST_REQUESTS.toLocaleString()})
+        At most this many of the newest requests
         <input inputMode="numeric" value={limit} onChange={(event) => setLimit(event.target.value)} />
       </label>
       <ProblemMessage error={replay.error} />

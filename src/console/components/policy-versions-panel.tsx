@@ -30,8 +30,6 @@ export function PolicyVersionsPanel({ policyKey, current }: { policyKey: string;
   // Until a pair is chosen, the latest change: the newest version against the one before it.
   const older = find(chosen?.older) ?? versions.items[1];
   const newer = find(chosen?.newer) ?? versions.items[0];
-  const choose = (pair: { older?: number; newer?: number }) =>
-    setChosen({ older: pair.older ?? older?.version ?? 0, newer: pair.newer ?? newer?.version ?? 0 });
 
   return (
     <section className="panel stack" aria-labelledby="versions-title">
@@ -64,8 +62,18 @@ export function PolicyVersionsPanel({ policyKey, current }: { policyKey: string;
       {older && newer && (
         <>
           <div className="actions">
-            <VersionSelect label="Compare version" versions={versions.items} value={older.version} onChange={(v) => choose({ older: v })} />
-            <VersionSelect label="with version" versions={versions.items} value={newer.version} onChange={(v) => choose({ newer: v })} />
+            <VersionSelect
+              label="Compare version"
+              versions={versions.items}
+              value={older.version}
+              onChange={(version) => setChosen({ older: version, newer: newer.version })}
+            />
+            <VersionSelect
+              label="with version"
+              versions={versions.items}
+              value={newer.version}
+              onChange={(version) => setChosen({ older: older.version, newer: version })}
+            />
           </div>
           <VersionDiff older={older} newer={newer} />
         </>
