@@ -208,13 +208,25 @@ export type PolicyReplay = z.output<typeof policyReplaySchema>;
 
 const liveOutcome = z.enum(['allow', 'review']);
 
+/** The requests a shadow summary names of each disagreement (docs/policies.md#shadow-policies). */
+export const MAX_SHADOW_EXAMPLES = 20;
+
 /** GET /v1/policies/:key/shadow: how the current shadow compares with the live policy. */
 export const shadowSummarySchema = z
   .object({
     since: z.iso.datetime().nullable().meta({ description: 'When the current shadow was set; null without one.' }),
     evaluated: z.number().int().meta({ description: 'Requests created since, which the shadow evaluated.' }),
     agreed: z.number().int(),
-    disagreed: z.array(z.object({ live: liveOutcome, shadow: liveOutcome, count: z.number().int() })),
+    disagreed: z.array(
+      z.object({
+        live: liveOutcome,
+        shadow: liveOutcome,
+        count: z.number().int(),
+        examples: z
+          .array(z.object({ approvalId: z.uuid(), createdAt: z.iso.datetime() }))
+          .meta({ description: `Up to ${MAX_SHADOW_EXAMPLES} of these requests, newest first.` }),
+      }),
+    ),
   })
   .meta({ id: 'ShadowSummary' });
 export type ShadowSummary = z.output<typeof shadowSummarySchema>;
