@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { redisTargetSchema } from './lib/redis.js';
+import { redisTargetSchema } from './lib/redis-target.js';
 import { parseSigningKey } from './lib/signing-key.js';
 import { validate } from './lib/validation.js';
 
