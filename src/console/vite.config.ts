@@ -1,36 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
-import { defineConfig, type Plugin } from 'vite';
-
-const BASE = '/console/';
-
-/**
- * The entry script loads React and the app with a dynamic import once it has sent its first
- * requests (main.tsx). Vite preloads only what the entry imports statically; this links that
- * script and what it imports as `modulepreload` in the page, so that the browser fetches and
- * compiles it beside the entry instead of after it.
- */
-function preloadApp(): Plugin {
-  return {
-    name: 'preload-console-app',
-    apply: 'build',
-    transformIndexHtml: {
-      order: 'post',
-      handler(_html, { bundle }) {
-        const chunks = Object.values(bundle ?? {}).flatMap((output) => (output.type === 'chunk' ? [output] : []));
-        const app = chunks.find((chunk) => chunk.isDynamicEntry && chunk.moduleIds.some((id) => id.endsWith('/src/console/render.tsx')));
-        if (!app) throw new Error('preload-console-app: no chunk holds src/console/render.tsx');
-        const entry = chunks.find((chunk) => chunk.isEntry);
-        const files = [app.fileName, ...app.imports.filter((file) => file !== entry?.fileName)];
-        return files.map((file) => ({
-          tag: 'link',
-          attrs: { rel: 'modulepreload', crossorigin: true, href: `${BASE}${file}` },
-          injectTo: 'head',
-        }));
-      },
-    },
-  };
-}
+import { defineConfig } from 'vite';
 
 /**
  * The reviewer console: a single-page app served by the `web` process at /console. `npm run build`
@@ -39,8 +9,8 @@ function preloadApp(): Plugin {
  */
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
-  base: BASE,
-  plugins: [react(), preloadApp()],
+  base: '/console/',
+  plugins: [react()],
   build: {
     outDir: fileURLToPath(new URL('../../dist/console', import.meta.url)),
     emptyOutDir: true,

@@ -205,21 +205,11 @@ describe('the live inbox', () => {
     await context.close();
   });
 
-  it('is started by an entry script without React, which the page loads with the app preloaded beside it', async () => {
-    const html = (await env.http.get('/console/').expect(200)).text;
-    const entry = /<script type="module" crossorigin src="([^"]+)"/.exec(html)![1]!;
-    const preloaded = [...html.matchAll(/<link rel="modulepreload" crossorigin href="([^"]+)"/g)].map((match) => match[1]!);
-    const script = async (src: string) => (await env.http.get(src).expect(200)).text;
-    // React's elements are tagged with this symbol's name: the app's script has it, the entry's does not.
-    expect(await script(entry)).not.toContain('react.transitional.element');
-    expect(await Promise.all(preloaded.map(async (src) => (await script(src)).includes('react.transitional.element')))).toContain(true);
-  });
-
   it("shows the first page as it arrives, while the read the stream's opening asks for is still on its way", async () => {
     const { org, reviewer } = await organization();
     await createApproval(org, 'first-page-early');
     const { context, page } = await signIn(browser, env, reviewer);
-    // The inbox's reads, on a fresh load of the console: the first page (sent by the entry script)
+    // The inbox's reads, on a fresh load of the console: the first page (sent as the bundle starts)
     // is held until the stream has opened and asked again, and that second read is held throughout.
     let reads = 0;
     let streamReadSent!: () => void;

@@ -39,11 +39,11 @@ export function rememberScope(scope: InboxScope): void {
 }
 
 /**
- * The inbox's first page, asked for by the entry script (main.tsx) when the console opens on the
- * inbox, beside the session (lib/initial-session.ts) and before React's bundle has loaded, instead
- * of after the session and React's first render: the rows then wait for one request, and that
- * request runs while the bundle starts. Taken once, and only by an inbox that asks the same; any
- * other read asks afresh.
+ * The inbox's first page, asked for as the bundle starts when the console opens on the inbox,
+ * beside the session (lib/initial-session.ts) and before React's modules run (main.tsx imports
+ * this module before React), instead of after the session and React's first render: the rows then
+ * wait for one request, which runs while React starts. Taken once, and only by an inbox that asks
+ * the same; any other read asks afresh.
  */
 let early: { scope: InboxScope; page: Promise<ApprovalList> } | null = null;
 if (window.location.pathname.replace(/\/+$/, '') === CONSOLE_BASE) {
