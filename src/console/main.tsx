@@ -1,7 +1,7 @@
 // The requests the first screen waits for are sent first: modules run in the order they are
 // imported, so these two run before React's, and the session and (on the inbox) its first page are
-// on their way while React starts and renders, instead of after it. Loading React by a dynamic
-// import after them was slower: the rows waited for a second script.
+// on their way while React starts and renders, instead of after it. (React loaded by a dynamic
+// import after them, a second script, measured no faster in bench:inbox.)
 import './lib/initial-session';
 import { CONSOLE_BASE } from './lib/inbox-query';
 import { StrictMode } from 'react';
