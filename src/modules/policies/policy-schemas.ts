@@ -69,6 +69,13 @@ const policyFields = z
 
 export const policyDocumentSchema = policyFields
   .extend({
+    remindAfterSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
+      description:
+        'Seconds after a request (or its revision) is made at which the reviewers who have not voted are reminded on their channels; none when null.',
+    }),
+    remindEverySeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
+      description: 'Seconds between further reminders, until the request is settled or expires; one reminder only when null.',
+    }),
     shadow: policyFields.nullable().default(null).meta({
       description:
         'A draft evaluated beside this policy at every creation, its outcome recorded, never deciding; see GET /v1/policies/{key}/shadow.',

@@ -27,6 +27,8 @@ export const POLICY_COLUMNS = {
   quorum: 'quorum',
   allowSelfApproval: 'allow_self_approval',
   channels: 'channels',
+  remindAfterSeconds: 'remind_after_seconds',
+  remindEverySeconds: 'remind_every_seconds',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies ColumnMap<Policy>;
@@ -127,6 +129,8 @@ export class PolicyStore {
       quorum: document.quorum,
       allowSelfApproval: document.allowSelfApproval,
       channels: document.channels,
+      remindAfterSeconds: document.remindAfterSeconds,
+      remindEverySeconds: document.remindEverySeconds,
       shadow: document.shadow,
       // Every write renews the revision, which tells approval creation a cached evaluation is stale.
       revision: randomUUID(),
