@@ -34,6 +34,9 @@ import type {
   SlackLinkInput,
   SlackLinkPreview,
   TeamsLinkInput,
+  StandingApprovalList,
+  StandingApprovalListQuery,
+  StandingApprovalView,
   PushSettings,
   PushSubscriptionInput,
   PushSubscribed,
@@ -140,6 +143,11 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       revise: (id: string, input: RevisionInput, { signal }: { signal?: AbortSignal } = {}) =>
         request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/revisions`, { body: input, signal }),
       receipt: (id: string) => request<SignedReceipt>('GET', `/v1/approvals/${segment(id)}/receipt`),
+    },
+    /** Grants that approve the same request again for a while (docs/policies.md#standing-approvals); granted with a decision. */
+    standingApprovals: {
+      list: (query: StandingApprovalListQuery = {}) => request<StandingApprovalList>('GET', '/v1/standing-approvals', { query }),
+      revoke: (id: string) => request<StandingApprovalView>('POST', `/v1/standing-approvals/${segment(id)}/revoke`),
     },
     audit: {
       page: (query: Omit<AuditQuery, 'format'> = {}) => request<AuditPage>('GET', '/v1/audit', { query }),

@@ -10,6 +10,7 @@ import type * as keys from '../modules/orgs/key-schemas.js';
 import type * as policies from '../modules/policies/policy-schemas.js';
 import type * as push from '../modules/push/push-schemas.js';
 import type * as slack from '../modules/slack/slack-schemas.js';
+import type * as standing from '../modules/approvals/standing-approval-schemas.js';
 import type * as teams from '../modules/teams/teams-schemas.js';
 import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
 
@@ -66,3 +67,7 @@ export type WebhookEndpointWithSecret = Out<typeof webhooks.webhookEndpointWithS
 export type WebhookEndpointList = Out<typeof webhooks.webhookEndpointListSchema>;
 export type WebhookDeliveryView = Out<typeof webhooks.webhookDeliveryViewSchema>;
 export type WebhookDeliveryList = Out<typeof webhooks.webhookDeliveryListSchema>;
+
+export type StandingApprovalView = Out<typeof standing.standingApprovalViewSchema>;
+export type StandingApprovalList = Out<typeof standing.standingApprovalListSchema>;
+export type StandingApprovalListQuery = In<typeof standing.standingApprovalListQuerySchema>;

@@ -238,6 +238,7 @@ function toDocument(policy: Policy): PolicyDocument {
     channels: policy.channels as PolicyDocument['channels'],
     remindAfterSeconds: policy.remindAfterSeconds,
     remindEverySeconds: policy.remindEverySeconds,
+    standingApproval: policy.standingApprovalMaxSeconds === null ? null : { maxSeconds: policy.standingApprovalMaxSeconds },
     shadow: policy.shadow as PolicyDocument['shadow'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],

@@ -29,6 +29,7 @@ export const POLICY_COLUMNS = {
   channels: 'channels',
   remindAfterSeconds: 'remind_after_seconds',
   remindEverySeconds: 'remind_every_seconds',
+  standingApprovalMaxSeconds: 'standing_approval_max_seconds',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies ColumnMap<Policy>;
@@ -131,6 +132,7 @@ export class PolicyStore {
       channels: document.channels,
       remindAfterSeconds: document.remindAfterSeconds,
       remindEverySeconds: document.remindEverySeconds,
+      standingApprovalMaxSeconds: document.standingApproval?.maxSeconds ?? null,
       shadow: document.shadow,
       // Every write renews the revision, which tells approval creation a cached evaluation is stale.
       revision: randomUUID(),
