@@ -16,6 +16,7 @@ function page<M>(load: () => Promise<M>, name: keyof M) {
 const ApprovalPage = page(() => import('./pages/approval-page'), 'ApprovalPage');
 const AuditPage = page(() => import('./pages/audit-page'), 'AuditPage');
 const HistoryPage = page(() => import('./pages/history-page'), 'HistoryPage');
+const StandingApprovalsPage = page(() => import('./pages/standing-approvals-page'), 'StandingApprovalsPage');
 const InvitePage = page(() => import('./pages/invite-page'), 'InvitePage');
 const KeysPage = page(() => import('./pages/keys-page'), 'KeysPage');
 const MembersPage = page(() => import('./pages/members-page'), 'MembersPage');
@@ -69,6 +70,7 @@ export function App() {
             <Route index element={<InboxPage />} />
             <Route path="approvals/:id" element={<ApprovalPage />} />
             <Route path="history" element={<HistoryPage />} />
+            <Route path="standing-approvals" element={<StandingApprovalsPage />} />
             <Route path="audit" element={<AuditPage />} />
             <Route path="policies" element={<PoliciesPage />} />
             <Route path="policies/:key" element={<PolicyEditorPage />} />

@@ -1,0 +1,74 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { launchBrowser, screenshot, signIn, unnamedControls } from '../support/browser.js';
+import { createMember, type TestMember } from '../support/members.js';
+import { createTestEnv, type TestEnv, type TestOrg } from '../support/test-env.js';
+
+let env: TestEnv;
+let browser: Browser;
+let org: TestOrg;
+let alice: TestMember;
+let bob: TestMember;
+
+beforeAll(async () => {
+  [env, browser] = await Promise.all([createTestEnv({ CONSOLE_DIR: inject('consoleDir') }), launchBrowser()]);
+  org = await env.createOrg();
+  [alice, bob] = await Promise.all([
+    createMember(env, org, 'reviewer', 'alice@acme.test'),
+    createMember(env, org, 'reviewer', 'bob@acme.test'),
+  ]);
+  await org
+    .request('put', '/v1/policies/deploys')
+    .send({ standingApproval: { maxSeconds: 3600 } })
+    .expect(200);
+});
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+
+const ask = async (payload: Record<string, unknown>) =>
+  (await org.request('post', '/v1/approvals').send({ action: 'deploy', payload, policyKey: 'deploys', agent: 'ship-bot' })).body as {
+    id: string;
+    status: string;
+  };
+
+describe('standing approvals in the console', () => {
+  it('are granted from the decide page, listed, and revoked by their granter; another reviewer may not revoke them', async () => {
+    const first = await ask({ service: 'api', version: '1.4.2' });
+    const { context, page } = await signIn(browser, env, alice);
+    await page.goto(`/console/approvals/${first.id}`);
+    await page.getByRole('group', { name: 'Approve the same again' }).waitFor();
+    await page.getByLabel('Also approve identical requests from ship-bot for').check();
+    await page.getByLabel('Duration').selectOption({ label: '15 minutes' });
+    await page.getByLabel('the same values of these fields:').check();
+    // `service` is picked first; the version may change.
+    expect(await page.getByRole('checkbox', { name: 'service' }).isChecked()).toBe(true);
+    expect(await unnamedControls(page)).toEqual([]);
+    await screenshot(page, 'standing-approval-decide');
+    await page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.getByText('approved', { exact: true }).first().waitFor();
+
+    expect((await ask({ service: 'api', version: '1.4.3' })).status).toBe('approved');
+    expect((await ask({ service: 'web', version: '1.4.3' })).status).toBe('pending');
+
+    await page.getByRole('link', { name: 'Standing approvals' }).click();
+    const table = page.getByRole('region', { name: 'Standing approvals' });
+    await table.getByRole('row').nth(1).waitFor();
+    expect(await table.getByRole('row').nth(1).innerText()).toMatch(/deploys\s+deploy\s+ship-bot\s+service = "api"\s+you/);
+    await screenshot(page, 'standing-approvals');
+
+    // Bob sees it, without a way to revoke it.
+    const bobs = await signIn(browser, env, bob);
+    await bobs.page.goto('/console/standing-approvals');
+    await bobs.page.getByRole('region', { name: 'Standing approvals' }).getByRole('row').nth(1).waitFor();
+    expect(await bobs.page.getByRole('button', { name: /^Revoke/ }).count()).toBe(0);
+    await bobs.context.close();
+
+    await page.getByRole('button', { name: 'Revoke the standing approval of deploy for ship-bot' }).click();
+    await page.getByRole('button', { name: 'Revoke standing approval' }).click();
+    await page.getByText('No standing approvals are active.').waitFor();
+    expect((await ask({ service: 'api', version: '1.4.4' })).status).toBe('pending');
+    await context.close();
+  });
+});
