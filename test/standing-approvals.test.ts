@@ -151,6 +151,17 @@ describe('standing approvals', () => {
     expect(revoked.body).toMatchObject({ active: false, revokedBy: { type: 'user', id: alice.id } });
     expect((await ask(payload)).status).toBe('pending');
     await alice.request('post', `/v1/standing-approvals/${revocable.id}/revoke`).expect(409);
+    const revocations = await env.services.db.auditEvent.findMany({ where: { orgId: org.orgId, type: 'standing_approval.revoked' } });
+    expect(revocations.map((event) => JSON.parse(event.data))).toEqual([
+      {
+        standingApprovalId: revocable.id,
+        policyKey: 'deploys',
+        action: 'deploy',
+        agent: 'ship-bot',
+        grantedBy: { type: 'user', id: alice.id, email: alice.email },
+      },
+    ]);
+    expect(JSON.parse(revocations[0]!.actor)).toMatchObject({ type: 'user', id: alice.id });
 
     const byAdmin = await grant(bob, { service: 'cdn' }, { forSeconds: 600 });
     await carol.request('post', `/v1/standing-approvals/${byAdmin.id}/revoke`).expect(200);

@@ -33,6 +33,8 @@ import type {
   SignInInput,
   SlackLinkInput,
   SlackLinkPreview,
+  TeamsIntegrationInput,
+  TeamsIntegrationView,
   TeamsLinkInput,
   StandingApprovalList,
   StandingApprovalListQuery,
@@ -183,6 +185,14 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       list: () => request<ApiKeyList>('GET', '/v1/keys'),
       create: (input: ApiKeyCreateInput) => request<ApiKeyCreated>('POST', '/v1/keys', { body: input }),
       revoke: (id: string) => request<void>('DELETE', `/v1/keys/${segment(id)}`),
+    },
+    integrations: {
+      /** The organization's Teams bot (admins): connected with its credentials checked by Entra; the secret is never returned. */
+      teams: {
+        get: () => request<TeamsIntegrationView>('GET', '/v1/integrations/teams'),
+        connect: (input: TeamsIntegrationInput) => request<TeamsIntegrationView>('PUT', '/v1/integrations/teams', { body: input }),
+        disconnect: () => request<void>('DELETE', '/v1/integrations/teams'),
+      },
     },
     members: {
       list: () => request<MemberList>('GET', '/v1/members'),

@@ -52,6 +52,8 @@ describe('standing approvals in the console', () => {
     expect((await ask({ service: 'api', version: '1.4.3' })).status).toBe('approved');
     expect((await ask({ service: 'web', version: '1.4.3' })).status).toBe('pending');
 
+    // Reached from the inbox, where the requests it approves would otherwise wait.
+    await page.getByRole('link', { name: 'Inbox' }).click();
     await page.getByRole('link', { name: 'Standing approvals' }).click();
     const table = page.getByRole('region', { name: 'Standing approvals' });
     await table.getByRole('row').nth(1).waitFor();

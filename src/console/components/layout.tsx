@@ -6,12 +6,12 @@ import { useMember, useSession } from '../hooks/session';
 const SECTIONS: { to: string; label: string; scope?: Scope }[] = [
   { to: '/', label: 'Inbox', scope: 'approvals:read' },
   { to: '/history', label: 'History', scope: 'approvals:read' },
-  { to: '/standing-approvals', label: 'Standing approvals', scope: 'approvals:read' },
   { to: '/audit', label: 'Audit', scope: 'audit:read' },
   { to: '/policies', label: 'Policies', scope: 'policies:read' },
   { to: '/webhooks', label: 'Webhooks', scope: 'webhooks:read' },
   { to: '/keys', label: 'API keys', scope: 'keys:read' },
   { to: '/members', label: 'Members', scope: 'members:read' },
+  { to: '/integrations', label: 'Integrations', scope: 'integrations:write' },
   { to: '/settings', label: 'Settings' },
 ];
 

@@ -159,7 +159,7 @@ export class ApprovalService {
     private readonly receipts: ReceiptKeys,
   ) {
     this.lookups = new ApprovalLookups(data.sql);
-    this.standing = new StandingApprovalStore(data.sql);
+    this.standing = new StandingApprovalStore(data.sql, data.db);
     this.writes = new ApprovalWrites(data.sql, {
       ...limits.writeBatch,
       onBatch: (operation, size) => afterCommit.metrics.writeBatchSize.observe({ operation }, size),
@@ -564,7 +564,8 @@ export class ApprovalService {
     const isAdmin = tenant.principal.type === 'session' && tenant.principal.role === 'admin';
     if (!isAdmin && principalKey(tenant.principal) !== `user:${standing.grantedBy.id}`)
       throw new ForbiddenError(`Only ${standing.grantedBy.email}, who granted it, or an admin may revoke this standing approval.`);
-    const revoked = await this.standing.revoke(tenant.orgId, id, { type: tenant.actor.type, id: tenant.actor.id });
+    const revoked = await this.standing.revoke(tenant.orgId, id, tenant.actor);
+    if (revoked) this.afterCommit.outboxSignal.notify();
     if (!revoked)
       throw new ConflictError(
         `Standing approval ${id} is ${standing.revokedAt ? 'revoked' : 'expired'} already; it approves nothing more.`,

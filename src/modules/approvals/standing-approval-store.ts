@@ -1,6 +1,7 @@
-import type { Sql } from '../../data/database.js';
+import { transactionSql, type Database, type Sql } from '../../data/database.js';
+import { appendAuditEvents } from '../audit/audit-store.js';
 import type { StandingApproval } from '../../generated/prisma/client.js';
-import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
+import { serializeAuditEvent, type Actor, type AuditEventDraft } from '../audit/audit-events.js';
 import type { Settling, Vote, VoteOutcome, VoterRecord } from './approval-types.js';
 import type { StandingApprovalView } from './standing-approval-schemas.js';
 
@@ -37,7 +38,10 @@ const voteArguments = (vote: Vote, recorded: AuditEventDraft[], settling: Settli
 
 /** standing_approvals (docs/policies.md#standing-approvals): grants, their matches, their revocation. */
 export class StandingApprovalStore {
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly db: Database,
+  ) {}
 
   /** Casts the approving vote and, when it settles the approval, writes the grant, in one transaction. */
   async grant(
@@ -131,17 +135,29 @@ export class StandingApprovalStore {
   }
 
   /**
-   * Revokes an active grant; null when it is no longer active. Waits for votes it is casting
-   * (they hold it FOR SHARE), so none follows once this returns.
+   * Revokes an active grant, with its standing_approval.revoked audit event; null when it is no
+   * longer active. Waits for votes it is casting (they hold it FOR SHARE), so none follows once
+   * this returns.
    */
-  async revoke(orgId: string, id: string, by: { type: string; id: string }): Promise<StandingApprovalView | null> {
-    const [row] = await this.sql.query<ViewRow>(
-      'standing-revoke',
-      `UPDATE standing_approvals SET revoked_at = clock_timestamp(), revoked_by = $3::jsonb
-       WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL AND expires_at > clock_timestamp()
-       RETURNING ${VIEW_COLUMNS}`,
-      [orgId, id, JSON.stringify(by)],
-    );
-    return row ? toView(row) : null;
+  async revoke(orgId: string, id: string, actor: Actor): Promise<StandingApprovalView | null> {
+    return this.db.$transaction(async (tx) => {
+      const [row] = await transactionSql(tx).query<ViewRow>(
+        null,
+        `UPDATE standing_approvals SET revoked_at = clock_timestamp(), revoked_by = $3::jsonb
+         WHERE org_id = $1::uuid AND id = $2::uuid AND revoked_at IS NULL AND expires_at > clock_timestamp()
+         RETURNING ${VIEW_COLUMNS}`,
+        [orgId, id, JSON.stringify({ type: actor.type, id: actor.id })],
+      );
+      if (!row) return null;
+      await appendAuditEvents(tx, orgId, [
+        {
+          type: 'standing_approval.revoked',
+          actor,
+          createdAt: new Date(),
+          data: { standingApprovalId: id, policyKey: row.policyKey, action: row.action, agent: row.agent, grantedBy: row.grantedBy },
+        },
+      ]);
+      return toView(row);
+    });
   }
 }
