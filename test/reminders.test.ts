@@ -6,6 +6,7 @@ import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtim
 import { eventually } from './support/eventually.js';
 import { createMember, type TestMember } from './support/members.js';
 import { startPushService, type PushServiceStandIn } from './support/push-service.js';
+import { APP_ID, APP_SECRET, CHANNEL_ID, TEAM_ID, TENANT_ID, startBotFramework, type BotFramework } from './support/bot-framework.js';
 import { SLACK_TEAM_ID, startSlackApi, type SlackApi } from './support/slack-api.js';
 import { startSmtpServer, type SmtpServer } from './support/smtp-server.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -14,6 +15,7 @@ const vapid = webpush.generateVAPIDKeys();
 let smtp: SmtpServer;
 let pushService: PushServiceStandIn;
 let slack: SlackApi;
+let bot: BotFramework;
 let env: TestEnv;
 let org: TestOrg;
 const workers: WorkerRuntime[] = [];
@@ -25,10 +27,13 @@ let vic: TestMember;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
-  [smtp, pushService, slack] = await Promise.all([startSmtpServer(), startPushService(), startSlackApi()]);
+  [smtp, pushService, slack, bot] = await Promise.all([startSmtpServer(), startPushService(), startSlackApi(), startBotFramework()]);
   env = await createTestEnv({
     SMTP_URL: smtp.url,
     SLACK_API_URL: slack.url,
+    TEAMS_LOGIN_URL: bot.url,
+    TEAMS_SERVICE_URL: bot.serviceUrl,
+    TEAMS_OPENID_METADATA_URL: bot.openIdMetadataUrl,
     SLACK_MESSAGE_INTERVAL_MS: '20',
     SECRETS_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     VAPID_PUBLIC_KEY: vapid.publicKey,
@@ -64,12 +69,23 @@ beforeAll(async () => {
     .request('put', '/v1/integrations/slack')
     .send({ botToken: 'xoxb-1-2-acme', signingSecret: 'a'.repeat(32), channel: '#approvals' })
     .expect(200);
+  await org
+    .request('put', '/v1/integrations/teams')
+    .send({ appId: APP_ID, appSecret: APP_SECRET, tenantId: TENANT_ID, teamId: TEAM_ID, channelId: CHANNEL_ID })
+    .expect(200);
   await org.request('put', '/v1/policies/nudged').send({ quorum: 2, remindAfterSeconds: 1, remindEverySeconds: 2 }).expect(200);
   await org.request('put', '/v1/policies/once').send({ remindAfterSeconds: 1 }).expect(200);
   await org.request('put', '/v1/policies/quiet').send({}).expect(200);
   // Several worker processes, each with its own reminder watcher and queue worker, over one database and Redis.
   workers.push(
-    await startWorkerRuntime(env.services, ['outbox-relay', 'approval-mail', 'slack-post', 'push-notify', 'approval-reminders']),
+    await startWorkerRuntime(env.services, [
+      'outbox-relay',
+      'approval-mail',
+      'slack-post',
+      'teams-post',
+      'push-notify',
+      'approval-reminders',
+    ]),
   );
   for (let peer = 0; peer < 3; peer++) workers.push(await startWorkerRuntime((await env.createPeer()).services, ['approval-reminders']));
 });
@@ -77,7 +93,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(workers.map((worker) => worker.stop()));
   await env?.close();
-  await Promise.all([smtp?.close(), pushService?.close(), slack?.close()]);
+  await Promise.all([smtp?.close(), pushService?.close(), slack?.close(), bot?.close()]);
 });
 
 async function requestApproval(policyKey: string) {
@@ -99,6 +115,10 @@ const slackRemindersAbout = (id: string) =>
   slack
     .of('chat.postMessage')
     .filter((call) => String(call.args.text ?? '').startsWith('Reminder:') && String(call.args.text).includes(id));
+const teamsRemindersAbout = (id: string) =>
+  bot.calls.filter(
+    (call) => call.method === 'POST' && JSON.stringify(call.activity).includes(id) && JSON.stringify(call.activity).includes('Reminder:'),
+  );
 const recipients = (mails: { to: string[] }[]) => mails.flatMap((mail) => mail.to).sort();
 
 describe('reminders before a request expires', () => {
@@ -122,6 +142,11 @@ describe('reminders before a request expires', () => {
     expect(post).toBeDefined();
     const named = /Not decided yet by: ([^.]+\.test(?:, [^.]+\.test)*)\./.exec(reply!.args.text)![1]!.split(', ');
     expect(named.sort()).toEqual([bob.email, carol.email]);
+    // A card in the Teams channel, naming who may decide through Teams and has not.
+    const [card] = await eventually(() => (teamsRemindersAbout(approval.id).length >= 1 ? teamsRemindersAbout(approval.id) : null));
+    expect(card!.conversationId).toBe(CHANNEL_ID);
+    expect(JSON.stringify(card!.activity)).toMatch(/Not decided yet by: [^"]*bob@acme\.test/);
+    expect(JSON.stringify(card!.activity)).not.toContain(alice.email);
 
     // The repeat, two seconds on: once more each, on every channel.
     await eventually(() => (remindersAbout(approval.id).length >= 4 ? true : null), 10_000);
@@ -129,6 +154,7 @@ describe('reminders before a request expires', () => {
     expect(recipients(remindersAbout(approval.id))).toEqual([bob.email, bob.email, carol.email, carol.email]);
     expect(pushRemindersAbout(approval.id)).toHaveLength(2);
     expect(slackRemindersAbout(approval.id)).toHaveLength(2);
+    expect(teamsRemindersAbout(approval.id)).toHaveLength(2);
 
     // Settled: nothing more, however long it waits, and the schedule is gone.
     await bob.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
@@ -167,6 +193,7 @@ describe('reminders before a request expires', () => {
         .sort(),
     ).toEqual(['alice', 'bob']);
     expect(slackRemindersAbout(approval.id)).toHaveLength(1);
+    expect(teamsRemindersAbout(approval.id)).toHaveLength(1);
     // Without a repeat, the point sent was the last.
     expect(await env.services.db.approvalReminder.findUnique({ where: { approvalId: approval.id } })).toBeNull();
   });
