@@ -175,6 +175,24 @@ describe('reminders before a request expires', () => {
     expect(await env.services.db.approvalReminder.findMany({ where: { approvalId: { in: [reminded.id, silent.id] } } })).toEqual([]);
   });
 
+  it('stop while changes are asked for, and start again from the first for a revision', async () => {
+    await org.request('put', '/v1/policies/revisable').send({ remindAfterSeconds: 2 }).expect(200);
+    const approval = await requestApproval('revisable');
+    await alice
+      .request('post', `/v1/approvals/${approval.id}/decision`)
+      .send({ verdict: 'changes_requested', feedback: 'Half of it, please.' })
+      .expect(200);
+    await sleep(2_500);
+    expect(remindersAbout(approval.id)).toEqual([]);
+    await org
+      .request('post', `/v1/approvals/${approval.id}/revisions`)
+      .send({ payload: { amount: 60 } })
+      .expect(201);
+    const reminded = await eventually(() => (remindersAbout(approval.id).length >= 3 ? remindersAbout(approval.id) : null), 10_000);
+    expect(recipients(reminded)).toEqual([alice.email, bob.email, carol.email]);
+    expect(reminded[0]!.subject).toBe('Reminder: approval needed: refund (revision 2)');
+  });
+
   it('are sent once by many workers running the same due point at the same time', async () => {
     // A point whose job Redis lost and was handed over again while the first still ran: ten jobs, four workers.
     await org.request('put', '/v1/policies/later').send({ remindAfterSeconds: 3600 }).expect(200);
