@@ -9,13 +9,15 @@ let browser: Browser;
 let org: TestOrg;
 let alice: TestMember;
 let bob: TestMember;
+let carol: TestMember;
 
 beforeAll(async () => {
   [env, browser] = await Promise.all([createTestEnv({ CONSOLE_DIR: inject('consoleDir') }), launchBrowser()]);
   org = await env.createOrg();
-  [alice, bob] = await Promise.all([
+  [alice, bob, carol] = await Promise.all([
     createMember(env, org, 'reviewer', 'alice@acme.test'),
     createMember(env, org, 'reviewer', 'bob@acme.test'),
+    createMember(env, org, 'admin', 'carol@acme.test'),
   ]);
   await org
     .request('put', '/v1/policies/deploys')
@@ -71,6 +73,29 @@ describe('standing approvals in the console', () => {
     await page.getByRole('button', { name: 'Revoke standing approval' }).click();
     await page.getByText('No standing approvals are active.').waitFor();
     expect((await ask({ service: 'api', version: '1.4.4' })).status).toBe('pending');
+    await context.close();
+  });
+
+  it('are kept, with reminders, when an admin saves the policy from the editor, and a bad maximum is marked on its field', async () => {
+    const { context, page } = await signIn(browser, env, carol);
+    await page.goto('/console/policies/deploys');
+    const standing = page.getByLabel(/^A reviewer may approve the same again for up to/);
+    await standing.waitFor();
+    expect(await standing.inputValue()).toBe('3600');
+    await page.getByLabel(/^Remind who has not decided after/).fill('300');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText('Saved.', { exact: false }).waitFor();
+    const saved = (await org.request('get', '/v1/policies/deploys').expect(200)).body;
+    expect(saved).toMatchObject({ standingApproval: { maxSeconds: 3600 }, remindAfterSeconds: 300, remindEverySeconds: null });
+
+    await standing.fill('100000');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /86400|86,400/ })
+      .first()
+      .waitFor();
+    expect((await org.request('get', '/v1/policies/deploys').expect(200)).body.standingApproval).toEqual({ maxSeconds: 3600 });
     await context.close();
   });
 });
