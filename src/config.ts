@@ -71,6 +71,11 @@ const environmentSchema = z.object({
    * below the shortest timeout (1 s), so that every deadline is seen before it falls due.
    */
   EXPIRY_WATCH_INTERVAL_MS: positiveInt.max(500).default(250),
+  /**
+   * The longest a worker's reminder watcher waits before it looks for due reminders again
+   * (docs/members-and-channels.md#reminders): how late a reminder may be, at most.
+   */
+  REMINDER_WATCH_INTERVAL_MS: positiveInt.max(60_000).default(1_000),
   /** Jobs of each event consumer (src/consumers/) one worker process runs at once. */
   CONSUMER_CONCURRENCY: positiveInt.default(5),
   /** Bulk audit exports one worker process writes at once; each holds a database connection. */

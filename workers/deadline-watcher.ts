@@ -1,11 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sql } from '../src/data/database.js';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { ENQUEUE_BATCH_TIMEOUT_MS, type JobQueues } from '../src/jobs/job-queues.js';
-import { FailureRunLog } from '../src/lib/failure-run-log.js';
 import type { Logger } from '../src/lib/logger.js';
 import { withTimeout } from '../src/lib/time.js';
 import { ApprovalStore, type DeadlineCursor } from '../src/modules/approvals/approval-store.js';
+import { watchUntilStopped } from './watch-loop.js';
 
 export interface DeadlineWatcherOptions {
   /**
@@ -52,18 +51,7 @@ export class DeadlineWatcher {
   }
 
   /** Watches until `stop` aborts; a failed look is tried again after `maxWaitMs`. */
-  async run(stop: AbortSignal): Promise<void> {
-    const failures = new FailureRunLog(this.logger, 'deadline watcher', 'looking again shortly');
-    while (!stop.aborted) {
-      let waitMs = this.options.maxWaitMs;
-      try {
-        waitMs = await this.handOverDue();
-        failures.succeeded();
-      } catch (error) {
-        failures.failed(error);
-      }
-      // The sleep rejects only when `stop` aborts, which ends the loop.
-      if (waitMs > 0) await sleep(waitMs, undefined, { signal: stop }).catch(() => undefined);
-    }
+  run(stop: AbortSignal): Promise<void> {
+    return watchUntilStopped(stop, this.logger, 'deadline watcher', this.options.maxWaitMs, () => this.handOverDue());
   }
 }

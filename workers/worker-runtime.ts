@@ -1,11 +1,13 @@
 import { Worker } from 'bullmq';
 import type { JobDefinition } from '../src/jobs/job.js';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
+import { approvalReminderJob } from '../src/jobs/approval-reminder.js';
 import { queuePrefix } from '../src/jobs/job-queues.js';
 import { closeRedis, createRedis, type RedisClient } from '../src/lib/redis.js';
 import { serveMetrics } from '../src/http/metrics-endpoint.js';
 import { DeadlineWatcher } from './deadline-watcher.js';
 import { OutboxRelay } from './outbox-relay.js';
+import { ReminderWatcher } from './reminder-watcher.js';
 import { JOBS, type Services } from '../src/services.js';
 import { processorsFor } from './processors/registry.js';
 
@@ -36,8 +38,9 @@ export interface WorkerRuntime {
 }
 
 /**
- * Starts the processors of the given roles inside this process and, with `outbox-relay` and
- * `approval-expiry`, the relay's and the deadline watcher's loops.
+ * Starts the processors of the given roles inside this process and, with `outbox-relay`,
+ * `approval-expiry` and `approval-reminders`, the relay's, the deadline watcher's and the reminder
+ * watcher's loops.
  */
 export async function startWorkerRuntime(services: Services, roles: readonly string[]): Promise<WorkerRuntime> {
   const { config, logger } = services;
@@ -121,6 +124,11 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       maxWaitMs: config.EXPIRY_WATCH_INTERVAL_MS,
       pageSize: DEADLINE_PAGE_SIZE,
     });
+    runUntilStopped((stop) => watcher.run(stop));
+  }
+
+  if (roles.includes(approvalReminderJob.queue)) {
+    const watcher = new ReminderWatcher(services.sql, services.jobs, logger, config.REMINDER_WATCH_INTERVAL_MS);
     runUntilStopped((stop) => watcher.run(stop));
   }
 

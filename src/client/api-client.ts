@@ -39,7 +39,12 @@ import type {
   SignInInput,
   SlackLinkInput,
   SlackLinkPreview,
+  TeamsIntegrationInput,
+  TeamsIntegrationView,
   TeamsLinkInput,
+  StandingApprovalList,
+  StandingApprovalListQuery,
+  StandingApprovalView,
   PushSettings,
   PushSubscriptionInput,
   PushSubscribed,
@@ -147,6 +152,11 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
         request<ApprovalView>('POST', `/v1/approvals/${segment(id)}/revisions`, { body: input, signal }),
       receipt: (id: string) => request<SignedReceipt>('GET', `/v1/approvals/${segment(id)}/receipt`),
     },
+    /** Grants that approve the same request again for a while (docs/policies.md#standing-approvals); granted with a decision. */
+    standingApprovals: {
+      list: (query: StandingApprovalListQuery = {}) => request<StandingApprovalList>('GET', '/v1/standing-approvals', { query }),
+      revoke: (id: string) => request<StandingApprovalView>('POST', `/v1/standing-approvals/${segment(id)}/revoke`),
+    },
     audit: {
       page: (query: Omit<AuditQuery, 'format'> = {}) => request<AuditPage>('GET', '/v1/audit', { query }),
       createExport: (filters: AuditExportInput = {}) => request<AuditExportView>('POST', '/v1/audit/exports', { body: filters }),
@@ -189,6 +199,14 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       list: () => request<ApiKeyList>('GET', '/v1/keys'),
       create: (input: ApiKeyCreateInput) => request<ApiKeyCreated>('POST', '/v1/keys', { body: input }),
       revoke: (id: string) => request<void>('DELETE', `/v1/keys/${segment(id)}`),
+    },
+    integrations: {
+      /** The organization's Teams bot (admins): connected with its credentials checked by Entra; the secret is never returned. */
+      teams: {
+        get: () => request<TeamsIntegrationView>('GET', '/v1/integrations/teams'),
+        connect: (input: TeamsIntegrationInput) => request<TeamsIntegrationView>('PUT', '/v1/integrations/teams', { body: input }),
+        disconnect: () => request<void>('DELETE', '/v1/integrations/teams'),
+      },
     },
     members: {
       list: () => request<MemberList>('GET', '/v1/members'),

@@ -10,6 +10,7 @@ import type * as keys from '../modules/orgs/key-schemas.js';
 import type * as policies from '../modules/policies/policy-schemas.js';
 import type * as push from '../modules/push/push-schemas.js';
 import type * as slack from '../modules/slack/slack-schemas.js';
+import type * as standing from '../modules/approvals/standing-approval-schemas.js';
 import type * as teams from '../modules/teams/teams-schemas.js';
 import type * as webhooks from '../modules/webhooks/webhook-schemas.js';
 
@@ -43,6 +44,8 @@ export type SessionView = Out<typeof members.sessionViewSchema>;
 export type SlackLinkInput = In<typeof slack.slackLinkInputSchema>;
 export type SlackLinkPreview = Out<typeof slack.slackLinkPreviewSchema>;
 export type TeamsLinkInput = In<typeof teams.teamsLinkInputSchema>;
+export type TeamsIntegrationInput = In<typeof teams.teamsIntegrationInputSchema>;
+export type TeamsIntegrationView = Out<typeof teams.teamsIntegrationViewSchema>;
 export type PushSettings = Out<typeof push.pushSettingsSchema>;
 export type PushSubscriptionInput = In<typeof push.pushSubscriptionInputSchema>;
 export type PushSubscribed = Out<typeof push.pushSubscribedSchema>;
@@ -73,3 +76,7 @@ export type WebhookEndpointWithSecret = Out<typeof webhooks.webhookEndpointWithS
 export type WebhookEndpointList = Out<typeof webhooks.webhookEndpointListSchema>;
 export type WebhookDeliveryView = Out<typeof webhooks.webhookDeliveryViewSchema>;
 export type WebhookDeliveryList = Out<typeof webhooks.webhookDeliveryListSchema>;
+
+export type StandingApprovalView = Out<typeof standing.standingApprovalViewSchema>;
+export type StandingApprovalList = Out<typeof standing.standingApprovalListSchema>;
+export type StandingApprovalListQuery = In<typeof standing.standingApprovalListQuerySchema>;

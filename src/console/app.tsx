@@ -16,6 +16,8 @@ function page<M>(load: () => Promise<M>, name: keyof M) {
 const ApprovalPage = page(() => import('./pages/approval-page'), 'ApprovalPage');
 const AuditPage = page(() => import('./pages/audit-page'), 'AuditPage');
 const HistoryPage = page(() => import('./pages/history-page'), 'HistoryPage');
+const IntegrationsPage = page(() => import('./pages/integrations-page'), 'IntegrationsPage');
+const StandingApprovalsPage = page(() => import('./pages/standing-approvals-page'), 'StandingApprovalsPage');
 const InvitePage = page(() => import('./pages/invite-page'), 'InvitePage');
 const KeysPage = page(() => import('./pages/keys-page'), 'KeysPage');
 const MembersPage = page(() => import('./pages/members-page'), 'MembersPage');
@@ -69,6 +71,7 @@ export function App() {
             <Route index element={<InboxPage />} />
             <Route path="approvals/:id" element={<ApprovalPage />} />
             <Route path="history" element={<HistoryPage />} />
+            <Route path="standing-approvals" element={<StandingApprovalsPage />} />
             <Route path="audit" element={<AuditPage />} />
             <Route path="policies" element={<PoliciesPage />} />
             <Route path="policies/:key" element={<PolicyEditorPage />} />
@@ -76,6 +79,7 @@ export function App() {
             <Route path="webhooks/:id" element={<WebhookPage />} />
             <Route path="keys" element={<KeysPage />} />
             <Route path="members" element={<MembersPage />} />
+            <Route path="integrations" element={<IntegrationsPage />} />
             <Route path="settings" element={<SettingsPage />} />
             <Route path="link-slack/:token" element={<SlackLinkPage />} />
             <Route path="link-teams/:token" element={<TeamsLinkPage />} />

@@ -5,6 +5,7 @@ import { endpointDisabledAlertConsumer } from './endpoint-disabled-alert/endpoin
 import { liveUpdatesConsumer } from './live-updates/live-updates.js';
 import { memberInviteMailConsumer } from './member-invite-mail/member-invite-mail.js';
 import { orphanAlertConsumer } from './orphan-alert/orphan-alert.js';
+import { reminderScheduleConsumer } from './approval-reminders/reminder-schedule.js';
 import { slackPostConsumer } from './slack/slack-post.js';
 import { slackUpdateConsumer } from './slack/slack-update.js';
 import { pushNotifyConsumer } from './push/push-notify.js';
@@ -25,5 +26,6 @@ export const CONSUMERS: readonly EventConsumer<any>[] = [
   teamsPostConsumer,
   teamsUpdateConsumer,
   pushNotifyConsumer,
+  reminderScheduleConsumer,
   auditCheckpointsConsumer,
 ];

@@ -16,6 +16,7 @@ import { logRequests } from './request-log.js';
 import { mountRoutes } from './route.js';
 import { integrationRoutes } from './routes/integration-routes.js';
 import { approvalRoutes } from './routes/approval-routes.js';
+import { standingApprovalRoutes } from './routes/standing-approval-routes.js';
 import { auditRoutes } from './routes/audit-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { memberRoutes } from './routes/member-routes.js';
@@ -40,6 +41,7 @@ export function createApp(services: Services): Express {
 
   const routes = [
     ...approvalRoutes(services.approvals, services.approvalFeed),
+    ...standingApprovalRoutes(services.approvals),
     ...policyRoutes(services.policies),
     ...webhookRoutes(services.webhooks),
     ...auditRoutes(services.audit, services.checkpoints, services.auditTree),

@@ -1,11 +1,13 @@
 import type { EventConsumer } from '../../src/consumers/consumer.js';
 import { approvalExpiryJob } from '../../src/jobs/approval-expiry.js';
+import { approvalReminderJob } from '../../src/jobs/approval-reminder.js';
 import { auditExportJob } from '../../src/jobs/audit-export.js';
 import type { JobDefinition, JobHandler } from '../../src/jobs/job.js';
 import { maintenanceJob } from '../../src/jobs/maintenance.js';
 import { slackEphemeralJob } from '../../src/jobs/slack-ephemeral.js';
 import type { Services } from '../../src/services.js';
 import { expireApproval } from './approval-expiry.js';
+import { sendApprovalReminder } from './approval-reminder.js';
 import { writeAuditExport } from './audit-export.js';
 import { runMaintenance } from './maintenance.js';
 import { sendSlackEphemeral } from './slack-ephemeral.js';
@@ -23,6 +25,7 @@ const runs = <Payload>(job: JobDefinition<Payload>, processor: Processor<Payload
 export function processorsFor(consumers: readonly EventConsumer<any>[]): ReadonlyMap<string, Processor<any>> {
   return new Map([
     runs(approvalExpiryJob, expireApproval),
+    runs(approvalReminderJob, sendApprovalReminder),
     runs(maintenanceJob, runMaintenance),
     runs(auditExportJob, writeAuditExport),
     runs(slackEphemeralJob, sendSlackEphemeral),

@@ -6,6 +6,7 @@ import { PayloadEditor } from './payload-editor';
 import { ProblemMessage } from './problem-message';
 import { RejectDialog } from './reject-dialog';
 import { RequestChangesForm } from './request-changes-form';
+import { StandingApprovalFields, type StandingChoice } from './standing-approval-fields';
 
 /**
  * Approve, reject with feedback, approve an edited payload, or ask the requester for changes.
@@ -16,17 +17,25 @@ export type DecisionMode = 'choose' | 'rejecting' | 'editing' | 'changes';
 export function DecisionPanel({
   approval,
   initialMode = 'choose',
+  standingMaxSeconds = null,
   onDecided,
 }: {
   approval: ApprovalView;
+  /** The longest standing approval the request's policy allows; null when it allows none. */
+  standingMaxSeconds?: number | null;
   /** The form to open with: the inbox's request-changes action opens the request-changes form. */
   initialMode?: DecisionMode;
   onDecided(decided: ApprovalView): void;
 }) {
   const [mode, setMode] = useState<DecisionMode>(initialMode);
+  const [standing, setStanding] = useState<StandingChoice>(null);
   const approve = useAction(async () =>
-    onDecided(await api.approvals.decide(approval.id, { verdict: 'approved', revision: approval.revision })),
+    onDecided(
+      await api.approvals.decide(approval.id, { verdict: 'approved', revision: approval.revision, ...(standing ? { standing } : {}) }),
+    ),
   );
+  // A standing approval stands in for one reviewer only: the API refuses it under a quorum above 1.
+  const standingAllowed = standingMaxSeconds !== null && approval.quorum === 1;
 
   return (
     <section className="panel" aria-labelledby="decide-title">
@@ -37,6 +46,9 @@ export function DecisionPanel({
         <RequestChangesForm approval={approval} onDecided={onDecided} onCancel={() => setMode('choose')} />
       ) : (
         <>
+          {standingAllowed && (
+            <StandingApprovalFields approval={approval} maxSeconds={standingMaxSeconds} value={standing} onChange={setStanding} />
+          )}
           <ProblemMessage error={approve.error} />
           <div className="actions">
             <button type="button" className="primary" disabled={approve.pending} onClick={() => void approve.run()}>

@@ -11,6 +11,7 @@ const SECTIONS: { to: string; label: string; scope?: Scope }[] = [
   { to: '/webhooks', label: 'Webhooks', scope: 'webhooks:read' },
   { to: '/keys', label: 'API keys', scope: 'keys:read' },
   { to: '/members', label: 'Members', scope: 'members:read' },
+  { to: '/integrations', label: 'Integrations', scope: 'integrations:write' },
   { to: '/settings', label: 'Settings' },
 ];
 

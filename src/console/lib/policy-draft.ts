@@ -17,6 +17,11 @@ export interface PolicyDraft {
   quorum: string;
   allowSelfApproval: boolean;
   channels: DecisionChannel[];
+  /** Seconds, or empty for none (docs/members-and-channels.md#reminders). */
+  remindAfterSeconds: string;
+  remindEverySeconds: string;
+  /** The longest standing approval, in seconds, or empty for none (docs/policies.md#standing-approvals). */
+  standingMaxSeconds: string;
 }
 
 /** A new policy starts from the API's defaults. */
@@ -31,6 +36,9 @@ export const NEW_POLICY: PolicyDraft = {
   quorum: '1',
   allowSelfApproval: false,
   channels: DECISION_CHANNELS,
+  remindAfterSeconds: '',
+  remindEverySeconds: '',
+  standingMaxSeconds: '',
 };
 
 export function draftOf(policy: PolicyView): PolicyDraft {
@@ -45,6 +53,9 @@ export function draftOf(policy: PolicyView): PolicyDraft {
     quorum: String(policy.quorum),
     allowSelfApproval: policy.allowSelfApproval,
     channels: [...policy.channels],
+    remindAfterSeconds: policy.remindAfterSeconds === null ? '' : String(policy.remindAfterSeconds),
+    remindEverySeconds: policy.remindEverySeconds === null ? '' : String(policy.remindEverySeconds),
+    standingMaxSeconds: policy.standingApproval ? String(policy.standingApproval.maxSeconds) : '',
   };
 }
 
@@ -57,6 +68,7 @@ function numberOf(text: string): number | undefined {
 export function documentOf(draft: PolicyDraft): PolicyDocumentInput {
   const timeoutSeconds = numberOf(draft.timeoutSeconds);
   const quorum = numberOf(draft.quorum);
+  const standingMaxSeconds = numberOf(draft.standingMaxSeconds);
   return {
     rules: draft.rules,
     defaultOutcome: draft.defaultOutcome,
@@ -73,6 +85,9 @@ export function documentOf(draft: PolicyDraft): PolicyDocumentInput {
     ...(quorum !== undefined ? { quorum } : {}),
     allowSelfApproval: draft.allowSelfApproval,
     channels: draft.channels,
+    remindAfterSeconds: numberOf(draft.remindAfterSeconds) ?? null,
+    remindEverySeconds: numberOf(draft.remindEverySeconds) ?? null,
+    standingApproval: standingMaxSeconds === undefined ? null : { maxSeconds: standingMaxSeconds },
   };
 }
 

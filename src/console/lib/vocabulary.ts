@@ -63,6 +63,7 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'integration.removed': true,
   'approval.changes_requested': true,
   'approval.revised': true,
+  'standing_approval.revoked': true,
 });
 
 export const DECISION_CHANNELS = everyValue<DecisionChannel>({ api: true, console: true, email: true, slack: true, teams: true });

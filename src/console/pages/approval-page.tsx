@@ -146,6 +146,7 @@ export function ApprovalPage() {
           key={`${view.id}:${view.revision}`}
           approval={view}
           initialMode={opened}
+          standingMaxSeconds={policy.data?.standingApproval?.maxSeconds ?? null}
           onDecided={(decided) => approval.update(() => decided)}
         />
       )}

@@ -192,6 +192,10 @@ export function InboxPage() {
           ? 'Requests waiting for your decision, newest first. Keys: j / k move, a approves (where the row shows the whole payload), r rejects, c requests changes, Enter opens, / searches.'
           : 'Every pending request, newest first. Keys: j / k move, Enter opens, / searches.'}
       </p>
+      <p className="hint">
+        Requests a reviewer approved &ldquo;and the same again&rdquo; are approved at once while that lasts:{' '}
+        <Link to="/standing-approvals">Standing approvals</Link>.
+      </p>
       <div className="inbox-filters" role="search">
         <label>
           Search loaded requests

@@ -16,7 +16,8 @@ import { documentOf, draftOf, NEW_POLICY, type FieldError, type Outcome, type Po
 import { DECISION_CHANNELS, REVIEWER_ROLES } from '../lib/vocabulary';
 
 /** Where each field's errors are shown; anything else is listed under the form. */
-const PLACED = /^(rules\.\d+|defaultOutcome|timeoutSeconds|onTimeout|escalateTo|reviewers|quorum|allowSelfApproval|channels)\b/;
+const PLACED =
+  /^(rules\.\d+|defaultOutcome|timeoutSeconds|onTimeout|escalateTo|reviewers|quorum|allowSelfApproval|channels|remindAfterSeconds|remindEverySeconds|standingApproval)\b/;
 
 /**
  * A policy's rules, timeout and reviewers, edited and tried. A rule the server refuses (its CEL
@@ -187,6 +188,34 @@ export function PolicyEditorPage() {
             onChange={(channels) => change({ channels })}
           />
           <FieldErrors errors={errorsAt('channels')} />
+        </fieldset>
+
+        <fieldset disabled={!editable}>
+          <legend>Reminders and standing approvals</legend>
+          <Field label="Remind who has not decided after (seconds; empty for never)" errors={errorsAt('remindAfterSeconds')}>
+            <input
+              inputMode="numeric"
+              value={draft.remindAfterSeconds}
+              onChange={(event) => change({ remindAfterSeconds: event.target.value })}
+            />
+          </Field>
+          <Field label="Remind again every (seconds; empty for once)" errors={errorsAt('remindEverySeconds')}>
+            <input
+              inputMode="numeric"
+              value={draft.remindEverySeconds}
+              onChange={(event) => change({ remindEverySeconds: event.target.value })}
+            />
+          </Field>
+          <Field
+            label="A reviewer may approve the same again for up to (seconds, 60 to 86400; empty for never)"
+            errors={errorsAt('standingApproval')}
+          >
+            <input
+              inputMode="numeric"
+              value={draft.standingMaxSeconds}
+              onChange={(event) => change({ standingMaxSeconds: event.target.value })}
+            />
+          </Field>
         </fieldset>
 
         {fieldErrors.length > 0 ? (

@@ -1,9 +1,12 @@
 import { mailNotAccepted } from '../../lib/mailer.js';
 import { approvalMail } from '../../modules/notifications/approval-mail.js';
 import { consoleUrl } from '../../modules/notifications/approval-notice.js';
-import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import type { ApprovalNotice } from '../../modules/approvals/approval-service.js';
+import type { EntitledMember, NotificationKey } from '../../modules/notifications/notification-store.js';
 import { adminMailOptions } from '../admin-notice-mail.js';
-import { defineEventHandler } from '../consumer.js';
+import { defineEventHandler, type ConsumerContext } from '../consumer.js';
+
+type MailContext = Pick<ConsumerContext, 'config' | 'notifications' | 'decisionLinks' | 'mailer' | 'logger'>;
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
@@ -20,51 +23,69 @@ export const approvalMailConsumer = defineEventHandler({
   events: ['approval.created', 'approval.revised'],
   accepts: (event) => event.data.status === 'pending',
   options: adminMailOptions,
-  handle:
-    ({ config, approvals, notifications, decisionLinks, mailer, logger }) =>
-    async (event) => {
-      const approvalId = String(event.data.approvalId);
-      const notice = await approvals.findForNotice(event.orgId, approvalId);
-      const approval = notice?.approval;
-      if (approval?.status !== 'pending') return { skipped: 'approval is no longer pending' };
-      const members = (await notifications.entitledMembers(event.orgId, approvalId, 'email')).filter((member) => member.emailNotifications);
-
-      let sent = 0;
-      const notAccepted: string[] = [];
-      for (const member of members) {
-        const key: NotificationKey = {
-          orgId: event.orgId,
-          approvalId,
-          revision: approval.revision,
-          channel: 'email',
-          recipient: member.id,
-        };
-        if (!(await notifications.claim(key))) continue;
-        const links = await decisionLinks.issue(event.orgId, approval, member.id).catch(async (error: unknown) => {
-          await notifications.markFailed(key, 'retry', errorText(error));
-          throw error;
-        });
-        const mail = approvalMail({
-          approval,
-          changes: notice!.changes,
-          links: { ...links, console: consoleUrl(config.PUBLIC_URL, approvalId), settings: `${config.PUBLIC_URL}/console/settings` },
-        });
-        try {
-          await mailer.send({ to: [member.email], ...mail });
-        } catch (error) {
-          // Sent again only when the failure proves the server did not take it; otherwise never.
-          const outcome = mailNotAccepted(error) ? 'retry' : 'uncertain';
-          await notifications.markFailed(key, outcome, errorText(error));
-          if (outcome === 'retry') notAccepted.push(`${member.id}: ${errorText(error)}`);
-          else logger.warn({ err: error, approvalId, memberId: member.id }, 'approval mail may or may not have left; it is not sent again');
-          continue;
-        }
-        await notifications.markSent(key);
-        sent += 1;
-      }
-      if (notAccepted.length > 0)
-        throw new Error(`approval mail not accepted for ${notAccepted.length} member(s), retrying: ${notAccepted[0]}`);
-      logger.info({ orgId: event.orgId, approvalId, sent, entitled: members.length }, 'approval mails sent');
-      return { sent, entitled: members.length };
-    },
+  handle: (context) => async (event) => {
+    const approvalId = String(event.data.approvalId);
+    const notice = await context.approvals.findForNotice(event.orgId, approvalId);
+    if (notice?.approval.status !== 'pending') return { skipped: 'approval is no longer pending' };
+    const members = await context.notifications.entitledMembers(event.orgId, approvalId, 'email');
+    return mailApproval(context, event.orgId, notice, members);
+  },
 });
+
+/**
+ * Mails the pending approval to each of `members` with email notifications on, with their own
+ * decision links: the request itself, or its `reminder`th reminder (docs/members-and-channels.md#reminders).
+ * Each member's mail is claimed before it is sent, so a retry mails only those whose mail did not leave.
+ */
+export async function mailApproval(
+  { config, notifications, decisionLinks, mailer, logger }: MailContext,
+  orgId: string,
+  { approval, changes }: ApprovalNotice,
+  entitled: readonly EntitledMember[],
+  reminder?: number,
+): Promise<{ sent: number; entitled: number }> {
+  const members = entitled.filter((member) => member.emailNotifications);
+  let sent = 0;
+  const notAccepted: string[] = [];
+  for (const member of members) {
+    const key: NotificationKey = {
+      orgId,
+      approvalId: approval.id,
+      revision: approval.revision,
+      channel: 'email',
+      recipient: member.id,
+      ...(reminder === undefined ? {} : { reminder }),
+    };
+    if (!(await notifications.claim(key))) continue;
+    const links = await decisionLinks.issue(orgId, approval, member.id).catch(async (error: unknown) => {
+      await notifications.markFailed(key, 'retry', errorText(error));
+      throw error;
+    });
+    const mail = approvalMail({
+      approval,
+      changes,
+      links: { ...links, console: consoleUrl(config.PUBLIC_URL, approval.id), settings: `${config.PUBLIC_URL}/console/settings` },
+      reminder: reminder !== undefined,
+    });
+    try {
+      await mailer.send({ to: [member.email], ...mail });
+    } catch (error) {
+      // Sent again only when the failure proves the server did not take it; otherwise never.
+      const outcome = mailNotAccepted(error) ? 'retry' : 'uncertain';
+      await notifications.markFailed(key, outcome, errorText(error));
+      if (outcome === 'retry') notAccepted.push(`${member.id}: ${errorText(error)}`);
+      else
+        logger.warn(
+          { err: error, approvalId: approval.id, memberId: member.id },
+          'approval mail may or may not have left; it is not sent again',
+        );
+      continue;
+    }
+    await notifications.markSent(key);
+    sent += 1;
+  }
+  if (notAccepted.length > 0)
+    throw new Error(`approval mail not accepted for ${notAccepted.length} member(s), retrying: ${notAccepted[0]}`);
+  logger.info({ orgId, approvalId: approval.id, sent, entitled: members.length, reminder }, 'approval mails sent');
+  return { sent, entitled: members.length };
+}

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { jsonObject, queryInteger, storableInstant, storableString } from '../../lib/json-input.js';
 import { keyOwnerSchema } from '../orgs/key-owner-schema.js';
 import { pageLimitSchema } from '../../lib/paging.js';
+import { MAX_STANDING_SECONDS } from '../policies/policy-schemas.js';
 
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'escalated', 'changes_requested'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -34,6 +35,23 @@ export const decisionSchema = z
       .optional()
       .meta({ description: `Required with verdict changes_requested (1-${MAX_CHANGES_FEEDBACK} characters): what to change.` }),
     editedPayload: jsonObject('editedPayload').optional().meta({ description: 'Approves with this payload instead.' }),
+    standing: z
+      .strictObject({
+        forSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(MAX_STANDING_SECONDS)
+          .meta({ description: "How long identical requests are approved for; at most the policy's standingApproval.maxSeconds." }),
+        fields: z.array(storableString('standing.fields').min(1).max(200)).min(1).max(20).optional().meta({
+          description: 'Top-level payload fields whose values a later request must repeat; without it, the whole payload must be the same.',
+        }),
+      })
+      .optional()
+      .meta({
+        description:
+          'With verdict approved: also approve identical later requests (same policy, action, agent and requesting principal) for forSeconds; see docs/policies.md#standing-approvals.',
+      }),
     suggestedPayload: jsonObject('suggestedPayload')
       .optional()
       .meta({ description: 'With verdict changes_requested: a payload the reviewer would approve, for the requester to consider.' }),
@@ -53,6 +71,16 @@ export const decisionSchema = z
         code: 'custom',
         path: ['suggestedPayload'],
         message: 'suggestedPayload is only allowed with verdict changes_requested',
+      });
+    }
+    if (decision.standing && decision.verdict !== 'approved') {
+      ctx.addIssue({ code: 'custom', path: ['standing'], message: 'standing is only allowed with verdict approved' });
+    }
+    if (decision.standing && decision.editedPayload) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['standing'],
+        message: 'standing approves the payload as it is: it cannot go with editedPayload',
       });
     }
     if (decision.verdict === 'changes_requested' && !decision.feedback) {

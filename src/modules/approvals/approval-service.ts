@@ -24,11 +24,23 @@ import {
 import type { GroupCommitOptions } from '../../lib/group-commit.js';
 import type { Metrics } from '../../lib/metrics.js';
 import { ApprovalWrites } from './approval-writes.js';
+import { StandingApprovalStore, type StandingGrant } from './standing-approval-store.js';
+import type { StandingApprovalView } from './standing-approval-schemas.js';
+import { randomUUID } from 'node:crypto';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
 import { ApprovalLookups, ApprovalStore, type CreateOutcome, type ListedApproval, type MonthlyQuota } from './approval-store.js';
-import type { Approval, ApprovalRecord, Creation, DecisionRefusal, RevisionRecord, VoteOutcome, VoterRecord } from './approval-types.js';
+import type {
+  Approval,
+  ApprovalRecord,
+  Creation,
+  DecisionRefusal,
+  RevisionRecord,
+  Settling,
+  VoteOutcome,
+  VoterRecord,
+} from './approval-types.js';
 import type { Actor } from '../audit/audit-events.js';
 import type { ReceiptKeys, ReceiptSigner, SignedReceipt } from '../audit/receipt-signing.js';
 import { decisionOf, receiptOf } from './approval-receipts.js';
@@ -137,6 +149,7 @@ export interface CreatedApproval {
 export class ApprovalService {
   private readonly writes: ApprovalWrites;
   private readonly lookups: ApprovalLookups;
+  private readonly standing: StandingApprovalStore;
 
   constructor(
     private readonly data: Pick<DataLayer, 'db' | 'sql'> & { reads: Reads },
@@ -146,6 +159,7 @@ export class ApprovalService {
     private readonly receipts: ReceiptKeys,
   ) {
     this.lookups = new ApprovalLookups(data.sql);
+    this.standing = new StandingApprovalStore(data.sql, data.db);
     this.writes = new ApprovalWrites(data.sql, {
       ...limits.writeBatch,
       onBatch: (operation, size) => afterCommit.metrics.writeBatchSize.observe({ operation }, size),
@@ -205,11 +219,12 @@ export class ApprovalService {
     input: ApprovalCreateInput,
     actor: Actor,
     quota: MonthlyQuota | null,
-  ): Promise<{ creation: Creation; outcome: Exclude<CreateOutcome, 'stale_policy'> }> {
+  ): Promise<{ creation: Creation; governing: Governing; outcome: Exclude<CreateOutcome, 'stale_policy'> }> {
     for (let attempt = 0; attempt < MAX_POLICY_RACES; attempt++) {
-      const creation = createApproval(input, await this.govern(orgId, input, attempt > 0), { actor, requester: actor }, new Date());
+      const governing = await this.govern(orgId, input, attempt > 0);
+      const creation = createApproval(input, governing, { actor, requester: actor }, new Date());
       const outcome = await this.writes.create(orgId, creation, quota);
-      if (outcome !== 'stale_policy') return { creation, outcome };
+      if (outcome !== 'stale_policy') return { creation, governing, outcome };
     }
     throw new Error(`policy '${input.policyKey}' kept changing while an approval was created under it`);
   }
@@ -217,7 +232,7 @@ export class ApprovalService {
   async create(tenant: Tenant, input: ApprovalCreateInput): Promise<CreatedApproval> {
     const store = this.store(tenant);
     const quota = this.quota(tenant, new Date());
-    const { creation, outcome } = await this.createUnderCurrentPolicy(store, tenant.orgId, input, tenant.actor, quota);
+    const { creation, governing, outcome } = await this.createUnderCurrentPolicy(store, tenant.orgId, input, tenant.actor, quota);
     const { approval } = creation;
     if (outcome === 'quota_exceeded') throw monthlyLimitReached(quota!);
     if (outcome === 'duplicate') {
@@ -225,6 +240,10 @@ export class ApprovalService {
       return { created: false, approval: await this.view(existing!) };
     }
     this.announceCreation(creation);
+    if (approval.status === 'pending' && governing.kind === 'policy' && governing.policy.standingApproval) {
+      const approved = await this.approveByStanding(tenant.orgId, approval.id);
+      if (approved) return { created: true, approval: await this.view(approved) };
+    }
     // A creation the policy approved at once has its receipt: read back the event that settled it.
     const created = { ...approval, orgId: tenant.orgId };
     return {
@@ -428,9 +447,21 @@ export class ApprovalService {
       ]);
     }
 
+    const grant = decision.standing ? await this.standingGrant(orgId, approval, decision.standing, voter, now) : null;
     const { vote, recorded, settling } = voteOn(approval, decision, voter.actor, now);
     const named = decision.revision === undefined ? vote : { ...vote, revision: decision.revision };
-    const outcome = await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, named, recorded, settling);
+    const outcome = grant
+      ? await this.standing.grant(
+          orgId,
+          id,
+          voterRecord(voter),
+          voter.channel,
+          named,
+          recorded,
+          withStandingGranted(settling, grant),
+          grant,
+        )
+      : await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, named, recorded, settling);
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     if (outcome === 'settled') this.afterCommit.settlements.publish(id);
@@ -448,6 +479,98 @@ export class ApprovalService {
           }
         : await this.require(orgId, id);
     return this.view(decided);
+  }
+
+  /**
+   * The standing approval a member's approving vote grants (docs/policies.md#standing-approvals), or
+   * 422 naming what forbids it: a member's own vote, a request one approval settles, a policy that
+   * allows it for at least that long, and fields the payload has.
+   */
+  private async standingGrant(
+    orgId: string,
+    approval: ApprovalRecord,
+    standing: NonNullable<DecisionInput['standing']>,
+    voter: Voter,
+    now: Date,
+  ): Promise<StandingGrant> {
+    const refuse = (path: string, message: string) => new ValidationError([{ path, message }], message);
+    if (voter.actor.type !== 'user')
+      throw refuse('standing', 'A standing approval is granted by a member, in the console: an API key cannot grant one.');
+    if (approval.quorum !== 1)
+      throw refuse(
+        'standing',
+        `This request needs ${approval.quorum} approvals: a standing approval approves only requests that one approval settles, so that it never stands in for several people.`,
+      );
+    if (!approval.requestedBy)
+      throw refuse('standing', 'Nobody is recorded as having made this request, so no later request can be told to be "the same again".');
+    const { document } = await this.policies.snapshot(orgId, approval.policyKey, { fresh: true });
+    const allowed = document?.standingApproval?.maxSeconds;
+    if (!allowed) throw refuse('standing', `The policy '${approval.policyKey}' does not allow standing approvals.`);
+    if (standing.forSeconds > allowed)
+      throw refuse('standing.forSeconds', `The policy '${approval.policyKey}' allows standing approvals of at most ${allowed} seconds.`);
+    const payload = approval.payload as Record<string, unknown>;
+    const missing = standing.fields?.find((field) => !Object.hasOwn(payload, field));
+    if (missing !== undefined) throw refuse('standing.fields', `The payload has no field '${missing}'.`);
+    return {
+      id: randomUUID(),
+      orgId,
+      policyKey: approval.policyKey,
+      action: approval.action,
+      agent: approval.agent,
+      payloadHash: standing.fields ? null : currentPayloadHash(approval),
+      payloadFields: standing.fields ? Object.fromEntries(standing.fields.map((field) => [field, payload[field]])) : null,
+      grantedBy: { type: 'user', id: voter.actor.id, email: voter.actor.email },
+      channel: voter.channel,
+      sourceApprovalId: approval.id,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + standing.forSeconds * 1000),
+    } as StandingGrant;
+  }
+
+  /**
+   * Approves a new pending request by the first active standing approval it matches, as the member
+   * who granted it, through the vote function; the settling event names the standing approval. The
+   * approval as settled, or null when none approved it.
+   */
+  private async approveByStanding(orgId: string, id: string): Promise<ApprovalRecord | null> {
+    for (const candidate of await this.standing.matching(orgId, id)) {
+      const approval = await this.require(orgId, id);
+      const { vote, recorded, settling } = voteOn(approval, { verdict: 'approved' }, candidate.grantedBy, new Date());
+      const named = withStandingApplied(settling, candidate);
+      const outcome = await this.standing.apply(orgId, id, candidate.id, vote, recorded, named);
+      if (outcome === 'settled') {
+        this.afterCommit.metrics.decisions.inc({ channel: 'standing', verdict: 'approved', settled: 'true' });
+        this.afterCommit.settlements.publish(id);
+        this.afterCommit.outboxSignal.notify();
+        return this.require(orgId, id);
+      }
+      if (outcome === 'not_pending' || outcome === 'duplicate_voter') return null;
+    }
+    return null;
+  }
+
+  /** The organization's standing approvals, newest first. */
+  listStanding(tenant: Tenant, active: boolean | undefined, limit: number): Promise<StandingApprovalView[]> {
+    return this.standing.list(tenant.orgId, active, limit);
+  }
+
+  /**
+   * Revokes a standing approval: its granter may (through their session or a key of theirs), and
+   * an admin of the console. No request is approved by it once this returns.
+   */
+  async revokeStanding(tenant: Tenant, id: string): Promise<StandingApprovalView> {
+    const standing = await this.standing.find(tenant.orgId, id);
+    if (!standing) throw new NotFoundError(`No standing approval with id '${id}' exists.`);
+    const isAdmin = tenant.principal.type === 'session' && tenant.principal.role === 'admin';
+    if (!isAdmin && principalKey(tenant.principal) !== `user:${standing.grantedBy.id}`)
+      throw new ForbiddenError(`Only ${standing.grantedBy.email}, who granted it, or an admin may revoke this standing approval.`);
+    const revoked = await this.standing.revoke(tenant.orgId, id, tenant.actor);
+    if (revoked) this.afterCommit.outboxSignal.notify();
+    if (!revoked)
+      throw new ConflictError(
+        `Standing approval ${id} is ${standing.revokedAt ? 'revoked' : 'expired'} already; it approves nothing more.`,
+      );
+    return revoked;
   }
 
   /**
@@ -567,4 +690,16 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     ...(changesRequested ? { suggestedPayload: (approval.suggestedPayload ?? null) as ApprovalView['suggestedPayload'] } : {}),
     receipt: receiptOf(approval, hash, signer),
   };
+}
+
+/** The settling events of a vote that grants a standing approval name it (docs/policies.md#standing-approvals). */
+function withStandingGranted(settling: Settling, grant: StandingGrant): Settling {
+  const standingApprovalGranted = { id: grant.id, expiresAt: grant.expiresAt.toISOString(), fields: grant.payloadFields };
+  return { ...settling, events: settling.events.map((event) => ({ ...event, data: { ...event.data, standingApprovalGranted } })) };
+}
+
+/** The settling events of an approval by a standing approval name it and the member who granted it. */
+function withStandingApplied(settling: Settling, standing: { id: string; grantedBy: { id: string; email: string } }): Settling {
+  const standingApproval = { id: standing.id, grantedBy: standing.grantedBy };
+  return { ...settling, events: settling.events.map((event) => ({ ...event, data: { ...event.data, standingApproval } })) };
 }

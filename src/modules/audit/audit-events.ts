@@ -28,6 +28,7 @@ export const AUDIT_EVENT_TYPES = [
   'integration.removed',
   'approval.changes_requested',
   'approval.revised',
+  'standing_approval.revoked',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

@@ -11,6 +11,8 @@ export interface ApprovalMailInput {
   /** What the approval's revision changed from the one before; null for the original. */
   changes: ChangedFields | null;
   links: DecisionLinks & { console: string; settings: string };
+  /** Set for a reminder (docs/members-and-channels.md#reminders): the request is still waiting for this member. */
+  reminder?: boolean;
 }
 
 /** The lines a mail of a revision adds: its number, the fields it changed, the feedback that asked for it, the agent's note. */
@@ -26,15 +28,18 @@ function revisionFacts(approval: ApprovalView, changes: ChangedFields | null): [
 }
 
 /** The mail that asks a member to decide (see docs/members-and-channels.md): text and HTML, every value escaped in the HTML. */
-export function approvalMail({ approval, changes, links }: ApprovalMailInput): Omit<MailMessage, 'to'> {
+export function approvalMail({ approval, changes, links, reminder = false }: ApprovalMailInput): Omit<MailMessage, 'to'> {
   const payload = shownPayload(approval.payload);
   const agent = approval.agent ?? '(not given)';
   const revision = revisionFacts(approval, changes);
-  const lead =
+  const asked =
     revision.length > 0
       ? `A reviewer asked for changes, and the agent sent revision ${approval.revision} of "${approval.action}": you may decide it.`
       : `An agent asks to run "${approval.action}", and you may decide it.`;
-  const title = `Approval needed: ${approval.action}${revision.length > 0 ? ` (revision ${approval.revision})` : ''}`;
+  const lead = reminder
+    ? `Reminder: this request is still waiting, and you have not decided it yet. ${asked} It expires at ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(never)'}.`
+    : asked;
+  const title = `${reminder ? 'Reminder: approval' : 'Approval'} needed: ${approval.action}${revision.length > 0 ? ` (revision ${approval.revision})` : ''}`;
   const text = [
     lead,
     '',

@@ -61,3 +61,11 @@ export function describeSettlement(approval: ApprovalView): string {
   // describeOutcome of a request for changes quotes its feedback already.
   return decided && approval.feedback ? `${describeOutcome(approval)} Feedback: ${approval.feedback}` : describeOutcome(approval);
 }
+
+/** What a reminder in a shared channel says (docs/members-and-channels.md#reminders): who has not decided, and until when. */
+export function describeReminder(approval: ApprovalView, undecided: readonly { email: string }[]): string {
+  return (
+    `Reminder: "${approval.action}"${approval.revision > 1 ? ` (revision ${approval.revision})` : ''} is still waiting for a decision ` +
+    `until ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(no deadline)'}. Not decided yet by: ${undecided.map((member) => member.email).join(', ')}.`
+  );
+}

@@ -28,6 +28,16 @@ export interface NotificationKey {
   revision: number;
   channel: NotificationChannel;
   recipient: string;
+  /** The reminder point (docs/members-and-channels.md#reminders) this notice is, when it is a reminder. */
+  reminder?: number;
+}
+
+/**
+ * The recipient as approval_notifications keeps it: a reminder is claimed apart from the notice of
+ * the request itself and from every other reminder point, under the same recipient with its point.
+ */
+function storedRecipient({ recipient, reminder }: NotificationKey): string {
+  return reminder === undefined ? recipient : `${recipient}#reminder-${reminder}`;
 }
 
 /** A Slack message posted for an approval: where chat.update finds it. */
@@ -116,10 +126,28 @@ export class NotificationStore {
   }
 
   /**
+   * The entitled members (as entitledMembers) who have not voted on the approval, through any
+   * channel or key of theirs: whom a reminder is for.
+   */
+  undecidedMembers(orgId: string, approvalId: string, channel: DecisionChannel): Promise<EntitledMember[]> {
+    return this.sql.query<EntitledMember>(
+      'undecided-members',
+      `SELECT ${ENTITLED_MEMBER_COLUMNS}
+       FROM approvals a JOIN members m ON m.org_id = a.org_id
+       WHERE ${oneApproval('$1', '$2', 'a')} AND a.status = 'pending' AND a.expires_at > clock_timestamp()
+         AND ag_decision_refusal(a, jsonb_build_object('type', 'user', 'id', m.id, 'email', m.email, 'role', m.role), $3) IS NULL
+         AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = a.id AND v.voter_key = 'user:' || m.id::text)
+       ORDER BY m.created_at, m.id`,
+      [orgId, approvalId, channel],
+    );
+  }
+
+  /**
    * Claims the notice: true when this caller may send it now, i.e. it was never claimed, or its last
    * attempt failed in a way that proves nothing left (`retry`). Concurrent claims: one wins.
    */
-  async claim({ orgId, approvalId, revision, channel, recipient }: NotificationKey): Promise<boolean> {
+  async claim(key: NotificationKey): Promise<boolean> {
+    const { orgId, approvalId, revision, channel } = key;
     const rows = await this.sql.query(
       'notification-claim',
       `INSERT INTO approval_notifications (approval_id, channel, recipient, org_id, revision)
@@ -128,7 +156,7 @@ export class NotificationStore {
          SET status = 'sending', attempts = approval_notifications.attempts + 1, claimed_at = clock_timestamp()
          WHERE approval_notifications.status = 'retry'
        RETURNING 1`,
-      [approvalId, channel, recipient, orgId, revision],
+      [approvalId, channel, storedRecipient(key), orgId, revision],
     );
     return rows.length > 0;
   }
@@ -144,7 +172,7 @@ export class NotificationStore {
       [
         key.approvalId,
         key.channel,
-        key.recipient,
+        storedRecipient(key),
         slack?.slackChannelId ?? null,
         slack?.slackTs ?? null,
         key.revision,
@@ -163,7 +191,7 @@ export class NotificationStore {
       'notification-failed',
       `UPDATE approval_notifications SET status = $4::"NotificationStatus", last_error = $5
        WHERE approval_id = $1 AND channel = $2 AND recipient = $3 AND revision = $6 AND status = 'sending'`,
-      [key.approvalId, key.channel, key.recipient, outcome, error.slice(0, 2000), key.revision],
+      [key.approvalId, key.channel, storedRecipient(key), outcome, error.slice(0, 2000), key.revision],
     );
   }
 

@@ -3,6 +3,8 @@ import { jsonObject, storableInstant, storableString } from '../../lib/json-inpu
 import { pageLimitSchema } from '../../lib/paging.js';
 
 export const MAX_TIMEOUT_SECONDS = 2_592_000;
+/** The longest standing approval any policy may allow: a day. */
+export const MAX_STANDING_SECONDS = 86_400;
 
 const policyKey = (label: string) => storableString(label).min(1).max(200);
 
@@ -69,6 +71,28 @@ const policyFields = z
 
 export const policyDocumentSchema = policyFields
   .extend({
+    remindAfterSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
+      description:
+        'Seconds after a request (or its revision) is made at which the reviewers who have not voted are reminded on their channels; none when null.',
+    }),
+    standingApproval: z
+      .strictObject({
+        maxSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(MAX_STANDING_SECONDS)
+          .meta({ description: 'The longest a reviewer may approve "the same again" for (60 s to 24 h).' }),
+      })
+      .nullable()
+      .default(null)
+      .meta({
+        description:
+          'Lets a reviewer approving a request (needing one approval) approve identical later requests for up to maxSeconds; see docs/policies.md#standing-approvals. None when null.',
+      }),
+    remindEverySeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
+      description: 'Seconds between further reminders, until the request is settled or expires; one reminder only when null.',
+    }),
     shadow: policyFields.nullable().default(null).meta({
       description:
         'A draft evaluated beside this policy at every creation, its outcome recorded, never deciding; see GET /v1/policies/{key}/shadow.',

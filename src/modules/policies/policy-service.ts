@@ -106,6 +106,10 @@ export class PolicyService {
   async put(tenant: Tenant, key: string, document: PolicyDocument): Promise<PolicyView> {
     await assertRulesCompile(document, '', tenant.orgId);
     if (document.shadow) await assertRulesCompile(document.shadow, 'shadow.', tenant.orgId);
+    if (document.remindEverySeconds !== null && document.remindAfterSeconds === null) {
+      const message = 'remindEverySeconds repeats a reminder: set remindAfterSeconds for the first one too';
+      throw new ValidationError([{ path: 'remindEverySeconds', message }], message);
+    }
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
@@ -244,6 +248,9 @@ function toDocument(policy: Policy): PolicyDocument {
     quorum: policy.quorum,
     allowSelfApproval: policy.allowSelfApproval,
     channels: policy.channels as PolicyDocument['channels'],
+    remindAfterSeconds: policy.remindAfterSeconds,
+    remindEverySeconds: policy.remindEverySeconds,
+    standingApproval: policy.standingApprovalMaxSeconds === null ? null : { maxSeconds: policy.standingApprovalMaxSeconds },
     shadow: policy.shadow as PolicyDocument['shadow'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],

@@ -27,6 +27,9 @@ export const POLICY_COLUMNS = {
   quorum: 'quorum',
   allowSelfApproval: 'allow_self_approval',
   channels: 'channels',
+  remindAfterSeconds: 'remind_after_seconds',
+  remindEverySeconds: 'remind_every_seconds',
+  standingApprovalMaxSeconds: 'standing_approval_max_seconds',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 } as const satisfies ColumnMap<Policy>;
@@ -134,6 +137,9 @@ export class PolicyStore {
       quorum: document.quorum,
       allowSelfApproval: document.allowSelfApproval,
       channels: document.channels,
+      remindAfterSeconds: document.remindAfterSeconds,
+      remindEverySeconds: document.remindEverySeconds,
+      standingApprovalMaxSeconds: document.standingApproval?.maxSeconds ?? null,
       shadow: document.shadow,
       // Every write renews the revision, which tells approval creation a cached evaluation is stale.
       revision: randomUUID(),

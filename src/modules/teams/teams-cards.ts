@@ -119,3 +119,14 @@ export function supersededCard(approval: ApprovalView, revision: number, console
     actions: [{ type: 'Action.OpenUrl', title: 'Open in console', url: consoleUrl }],
   } as IAdaptiveCard;
 }
+
+/** A reminder posted to the channel (docs/members-and-channels.md#reminders): text and a way to the request, no buttons. */
+export function reminderCard(text: string, consoleUrl: string): IAdaptiveCard {
+  return {
+    type: 'AdaptiveCard',
+    $schema: SCHEMA,
+    version: '1.5',
+    body: [plain([text, { weight: 'Bolder' }])],
+    actions: [{ type: 'Action.OpenUrl', title: 'Open in console', url: consoleUrl }],
+  } as IAdaptiveCard;
+}
