@@ -47,7 +47,7 @@ BEGIN
     rules = EXCLUDED.rules, default_outcome = EXCLUDED.default_outcome, timeout_seconds = EXCLUDED.timeout_seconds,
     on_timeout = EXCLUDED.on_timeout, escalate_to = EXCLUDED.escalate_to, reviewer_roles = EXCLUDED.reviewer_roles,
     reviewer_emails = EXCLUDED.reviewer_emails, quorum = EXCLUDED.quorum, allow_self_approval = EXCLUDED.allow_self_approval,
-    channels = EXCLUDED.channels, revision = EXCLUDED.revision, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at,
+    channels = EXCLUDED.channels, stages = EXCLUDED.stages, revision = EXCLUDED.revision, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at,
     shadow = EXCLUDED.shadow,
     shadow_since = CASE WHEN p.shadow IS NOT DISTINCT FROM EXCLUDED.shadow THEN p.shadow_since ELSE EXCLUDED.shadow_since END
   RETURNING p.created_at, p.shadow_since INTO v_created, v_shadow_since;

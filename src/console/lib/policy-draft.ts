@@ -10,10 +10,12 @@ export interface PolicyDraft {
   timeoutSeconds: string;
   onTimeout: PolicyView['onTimeout'];
   escalateTo: string;
-  reviewerRoles: PolicyView['reviewers']['roles'];
+  reviewerRoles: NonNullable<PolicyView['reviewers']>['roles'];
   /** Emails, one per line. */
   reviewerMembers: string;
   quorum: string;
+  /** A policy's stages of reviewers, which the editor keeps as they are (and then sends no reviewers or quorum). */
+  stages: PolicyView['stages'];
   allowSelfApproval: boolean;
   channels: DecisionChannel[];
 }
@@ -28,6 +30,7 @@ export const NEW_POLICY: PolicyDraft = {
   reviewerRoles: ['reviewer', 'admin'],
   reviewerMembers: '',
   quorum: '1',
+  stages: null,
   allowSelfApproval: false,
   channels: DECISION_CHANNELS,
 };
@@ -39,9 +42,10 @@ export function draftOf(policy: PolicyView): PolicyDraft {
     timeoutSeconds: String(policy.timeoutSeconds),
     onTimeout: policy.onTimeout,
     escalateTo: policy.escalateTo ?? '',
-    reviewerRoles: [...policy.reviewers.roles],
-    reviewerMembers: policy.reviewers.members.join('\n'),
-    quorum: String(policy.quorum),
+    reviewerRoles: [...(policy.reviewers?.roles ?? NEW_POLICY.reviewerRoles)],
+    reviewerMembers: policy.reviewers?.members.join('\n') ?? NEW_POLICY.reviewerMembers,
+    quorum: String(policy.quorum ?? NEW_POLICY.quorum),
+    stages: policy.stages,
     allowSelfApproval: policy.allowSelfApproval,
     channels: [...policy.channels],
   };
@@ -62,14 +66,18 @@ export function documentOf(draft: PolicyDraft): PolicyDocumentInput {
     ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
     onTimeout: draft.onTimeout,
     escalateTo: draft.escalateTo.trim() || null,
-    reviewers: {
-      roles: draft.reviewerRoles,
-      members: draft.reviewerMembers
-        .split('\n')
-        .map((email) => email.trim())
-        .filter(Boolean),
-    },
-    ...(quorum !== undefined ? { quorum } : {}),
+    ...(draft.stages
+      ? { stages: draft.stages }
+      : {
+          reviewers: {
+            roles: draft.reviewerRoles,
+            members: draft.reviewerMembers
+              .split('\n')
+              .map((email) => email.trim())
+              .filter(Boolean),
+          },
+          ...(quorum !== undefined ? { quorum } : {}),
+        }),
     allowSelfApproval: draft.allowSelfApproval,
     channels: draft.channels,
   };

@@ -4,18 +4,20 @@ import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.
 import { limitReached } from '../orgs/org-limits.js';
 import { principalKey, type Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicies, evaluatePolicy, type RuleInput } from './policy-rules.js';
-import type {
-  PolicyDocument,
-  PolicyEvaluation,
-  PolicyEvaluationInput,
-  PolicyListQuery,
-  PolicyReadQuery,
-  PolicyReplay,
-  PolicyReplayInput,
-  PolicyVersionListQuery,
-  PolicyVersionView,
-  PolicyView,
-  ShadowSummary,
+import {
+  publicPolicyDocument,
+  type PolicyDocument,
+  type PolicyEvaluation,
+  type PolicyEvaluationInput,
+  type PolicyListQuery,
+  type PolicyReadQuery,
+  type PolicyReplay,
+  type PolicyReplayInput,
+  type PolicyVersionListQuery,
+  type PolicyVersionView,
+  type PolicyView,
+  type PublicPolicyDocument,
+  type ShadowSummary,
 } from './policy-schemas.js';
 import { PolicyStore, type Policy, type PolicyVersion } from './policy-store.js';
 
@@ -108,7 +110,7 @@ export class PolicyService {
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
-      data: { policyKey: key, policy: document },
+      data: { policyKey: key, policy: publicPolicyDocument(document) },
       createdAt: new Date(),
     });
     if (policy === 'limit_reached') throw limitReached('policies');
@@ -232,6 +234,7 @@ function toDocument(policy: Policy): PolicyDocument {
     quorum: policy.quorum,
     allowSelfApproval: policy.allowSelfApproval,
     channels: policy.channels as PolicyDocument['channels'],
+    stages: policy.stages as PolicyDocument['stages'],
     shadow: policy.shadow as PolicyDocument['shadow'],
     rules: policy.rules as PolicyDocument['rules'],
     defaultOutcome: policy.defaultOutcome as PolicyDocument['defaultOutcome'],
@@ -245,7 +248,7 @@ function toView(policy: Policy): PolicyView {
   return {
     key: policy.key,
     version: policy.version,
-    ...toDocument(policy),
+    ...publicPolicyDocument(toDocument(policy)),
     createdAt: policy.createdAt.toISOString(),
     updatedAt: policy.updatedAt.toISOString(),
   };
@@ -256,8 +259,8 @@ function toVersionView(stored: PolicyVersion): PolicyVersionView {
   return {
     key: stored.key,
     version: stored.version,
-    // Versions stored before shadows existed have none.
-    ...({ shadow: null, ...(stored.document as object) } as PolicyDocument),
+    // Versions stored before shadows (or stages) existed have none.
+    ...({ shadow: null, stages: null, ...(stored.document as object) } as PublicPolicyDocument),
     createdAt: stored.policyCreatedAt.toISOString(),
     updatedAt: stored.createdAt.toISOString(),
     changedBy: stored.changedBy as PolicyVersionView['changedBy'],
