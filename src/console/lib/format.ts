@@ -62,9 +62,10 @@ export function describeActor(actor: string, emails: MemberEmails = NO_EMAILS): 
  * "1 approving vote settles it", "2 approving votes settle it"; null once the request is settled
  * (approved, rejected, expired, escalated), where a quorum no longer decides anything.
  */
-export function quorumText({ status, quorum }: { status: string; quorum: number }): string | null {
+export function quorumText({ status, quorum, stage }: { status: string; quorum: number; stage: { index: number } | null }): string | null {
   if (status !== 'pending') return null;
-  return quorum === 1 ? '1 approving vote settles it' : `${quorum} approving votes settle it`;
+  const votes = quorum === 1 ? '1 approving vote' : `${quorum} approving votes`;
+  return stage ? `${votes} in stage ${stage.index} complete it` : `${votes} settle it`;
 }
 
 export function prettyJson(value: unknown): string {
