@@ -73,7 +73,8 @@ const stagesSchema = z
   .superRefine((stages, context) => {
     const seen = new Set<string>();
     for (const [index, stage] of stages.entries()) {
-      if (seen.has(stage.name)) context.addIssue({ code: 'custom', path: [index, 'name'], message: `stage names must not repeat ('${stage.name}')` });
+      if (seen.has(stage.name))
+        context.addIssue({ code: 'custom', path: [index, 'name'], message: `stage names must not repeat ('${stage.name}')` });
       seen.add(stage.name);
     }
   })
@@ -90,7 +91,9 @@ const policyFields = z
     onTimeout: z.enum(['expire', 'escalate']).default('expire'),
     escalateTo: policyKey('escalateTo').nullable().default(null),
     reviewers: reviewersSchema.optional().meta({ description: 'Default: reviewers and admins. Not with stages.' }),
-    quorum: quorumSchema.optional().meta({ description: 'Distinct approvals a request needs; one rejection rejects. Default 1. Not with stages.' }),
+    quorum: quorumSchema
+      .optional()
+      .meta({ description: 'Distinct approvals a request needs; one rejection rejects. Default 1. Not with stages.' }),
     stages: stagesSchema.optional(),
     allowSelfApproval: z
       .boolean()
