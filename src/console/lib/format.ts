@@ -59,13 +59,15 @@ export function describeActor(actor: string, emails: MemberEmails = NO_EMAILS): 
 }
 
 /**
- * "1 approving vote settles it", "2 approving votes settle it"; null once the request is settled
- * (approved, rejected, expired, escalated), where a quorum no longer decides anything.
+ * "1 approving vote settles it", "2 approving votes settle it", or with stages "2 approving votes in
+ * stage 1 complete it"; null once the request is settled (approved, rejected, expired, escalated),
+ * where a quorum no longer decides anything.
  */
 export function quorumText({ status, quorum, stage }: { status: string; quorum: number; stage: { index: number } | null }): string | null {
   if (status !== 'pending') return null;
   const votes = quorum === 1 ? '1 approving vote' : `${quorum} approving votes`;
-  return stage ? `${votes} in stage ${stage.index} complete it` : `${votes} settle it`;
+  if (stage) return `${votes} in stage ${stage.index} ${quorum === 1 ? 'completes' : 'complete'} it`;
+  return `${votes} ${quorum === 1 ? 'settles' : 'settle'} it`;
 }
 
 export function prettyJson(value: unknown): string {
