@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { approvalMail } from '../src/modules/notifications/approval-mail.js';
 import { approvalMessage } from '../src/modules/slack/slack-messages.js';
+import { approvalCard } from '../src/modules/teams/teams-cards.js';
 import { readChain } from './support/audit-chain.js';
 import { createMember, type TestMember } from './support/members.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -255,7 +256,7 @@ describe('a request through stages', () => {
     expect(approved.body.votes.map((cast: { stage: number }) => cast.stage)).toEqual([1, 2, 2]);
   });
 
-  it('shows the current stage in the mail and the Slack message of a request', async () => {
+  it('shows the current stage in the mail, the Slack message and the Teams card of a request', async () => {
     const { id } = await request('lead-then-finance');
     await vote(lead, id).expect(200);
     const approval = (await env.services.approvals.find(org.orgId, id))!;
@@ -267,6 +268,9 @@ describe('a request through stages', () => {
     const slack = JSON.stringify(approvalMessage(approval, 'https://console.test').blocks);
     expect(slack).toContain('*Stage:* 2 (Finance)');
     expect(slack).toContain('Stage 2 (Finance): waiting for a decision until');
+    const teams = JSON.stringify(approvalCard(approval, 'https://console.test'));
+    expect(teams).toContain('"text":"Stage: ","weight":"Bolder"},{"type":"TextRun","text":"2 (Finance)"}');
+    expect(teams).toContain('Stage 2 (Finance): waiting for a decision until');
   });
 });
 
