@@ -645,6 +645,24 @@ describe('policies', () => {
     });
     await context.close();
   });
+
+  it("keeps a policy's stages of reviewers when it is saved from the editor", async () => {
+    const { org, admin } = await organization();
+    const stages = [
+      { name: 'Team lead', reviewers: { roles: ['reviewer'], members: [] }, quorum: 1 },
+      { name: 'Finance', reviewers: { roles: ['admin'], members: [] }, quorum: 2 },
+    ];
+    await org.request('put', '/v1/policies/staged').send({ stages }).expect(200);
+    const { context, page } = await signIn(browser, env, admin);
+    await page.goto('/console/policies/staged');
+    await page.getByLabel('Timeout (seconds)').fill('7200');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText('Saved.').waitFor();
+    const saved = (await org.request('get', '/v1/policies/staged').expect(200)).body;
+    expect(saved).toMatchObject({ timeoutSeconds: 7200, stages });
+    expect(saved).not.toHaveProperty('quorum');
+    await context.close();
+  });
 });
 
 describe('administration', () => {
