@@ -1,4 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ApprovalStore } from '../src/modules/approvals/approval-store.js';
+import { createApproval, voteOn } from '../src/modules/approvals/approval-transitions.js';
+import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { approvalMail } from '../src/modules/notifications/approval-mail.js';
 import { approvalMessage } from '../src/modules/slack/slack-messages.js';
 import { approvalCard } from '../src/modules/teams/teams-cards.js';
@@ -343,5 +346,63 @@ describe('votes racing across stages', () => {
       stored.votes.filter((cast: { stage: number; verdict: string }) => cast.stage === stored.stage.index && cast.verdict === 'approved')
         .length,
     ).toBeLessThan(QUORUM);
+  });
+});
+
+describe('the release before stages, running beside this one', () => {
+  /** A write as ag_write_batch takes it, from a process of the release before stages. */
+  async function writeBatch(kind: 'create' | 'vote', item: unknown): Promise<string> {
+    const [row] = await env.services.sql.query<{ outcomes: string[] }>(null, 'SELECT ag_write_batch($1, $2::jsonb) AS outcomes', [
+      kind,
+      JSON.stringify([item]),
+    ]);
+    return row!.outcomes[0]!;
+  }
+
+  it('creates requests under a policy with stages that still go through every stage, and records its votes', async () => {
+    const { document, revision, version } = await env.services.policies.snapshot(org.orgId, 'lead-then-finance', { fresh: true });
+    const creation = createApproval(
+      { action: 'pay', payload: { amount: 5000 }, policyKey: 'lead-then-finance' },
+      {
+        kind: 'policy',
+        policy: document!,
+        verdict: { outcome: 'review', matchedRule: null },
+        shadow: null,
+        policyRevision: revision,
+        policyVersion: version,
+      },
+      { actor: { type: 'api_key', id: org.keyId }, requester: { type: 'api_key', id: org.keyId } },
+      new Date(),
+    );
+    // That release knows no stages: its row names none, and its reviewers and quorum are the policy row's (stage 1's).
+    const { stages: _stages, stage: _stage, ...previousRow } = creationItem(org.orgId, creation, null).approval;
+    expect(await writeBatch('create', { ...creationItem(org.orgId, creation, null), approval: previousRow })).toBe('created');
+    const id = creation.approval.id;
+    expect((await org.request('get', `/v1/approvals/${id}`).expect(200)).body).toMatchObject({ stage: { index: 1, name: 'Team lead' } });
+
+    // Its vote names no stage and brings no stage events: the vote completes stage 1, recorded as a vote.
+    const approval = (await new ApprovalStore(env.services.db, env.services.sql, org.orgId).findById(id))!;
+    const actor = { type: 'user' as const, id: lead.id, email: lead.email };
+    const { vote: cast, recorded, settling } = voteOn(approval, { verdict: 'approved' }, actor, new Date());
+    const { stage: _castStage, ...previousVote } = cast;
+    const { advancedEvents: _advanced, ...previousItem } = voteItem(
+      org.orgId,
+      id,
+      { ...actor, role: 'reviewer' },
+      'console',
+      previousVote as typeof cast,
+      recorded,
+      settling,
+    );
+    expect(await writeBatch('vote', previousItem)).toBe('advanced');
+    expect((await org.request('get', `/v1/approvals/${id}`).expect(200)).body).toMatchObject({
+      status: 'pending',
+      stage: { index: 2, name: 'Finance' },
+      votes: [{ stage: 1 }],
+    });
+    expect((await eventsOf(id)).map((event) => event.type)).toEqual(['approval.created', 'approval.vote_recorded']);
+
+    await vote(finance, id).expect(200);
+    expect((await vote(controller, id).expect(200)).body).toMatchObject({ status: 'approved' });
   });
 });

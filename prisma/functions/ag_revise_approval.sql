@@ -53,7 +53,10 @@ BEGIN
     feedback = v_changes.feedback, decided_at = v_changes.decided_at, decided_by = v_changes.decided_by,
     quorum = v_changes.quorum, reviewer_roles = v_changes.reviewer_roles, reviewer_emails = v_changes.reviewer_emails,
     allow_self_approval = v_changes.allow_self_approval, channels = v_changes.channels,
-    stages = v_changes.stages, stage = v_changes.stage,
+    -- A revision of the release before stages names none: stage 1 of the policy's, as now.
+    stages = CASE WHEN p_revision->'changes' ? 'stages' THEN v_changes.stages
+                  ELSE (SELECT stages FROM policies WHERE org_id = p_org AND key = v_approval.policy_key) END,
+    stage = coalesce((p_revision->'changes'->>'stage')::integer, 1),
     suggested_payload = v_changes.suggested_payload,
     policy_version = v_changes.policy_version, policy_outcome = v_changes.policy_outcome,
     shadow_outcome = v_changes.shadow_outcome,
