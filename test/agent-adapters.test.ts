@@ -1,12 +1,14 @@
 import { Agent, Runner, tool as agentsTool } from '@openai/agents';
 import { generateText, isStepCount, tool } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { withApprovalGate } from '../src/client/ai-sdk.js';
 import { ApiError, createApprovalGateClient, type ApprovalView, type DecisionInput } from '../src/client/index.js';
 import { resolveWithApprovalGate } from '../src/client/openai-agents.js';
 import { eventually } from './support/eventually.js';
-import { ScriptedAgentsModel, scriptedAiModel } from './support/scripted-models.js';
+import { modelUsage, ScriptedAgentsModel, scriptedAiModel } from './support/scripted-models.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -83,6 +85,53 @@ describe('the AI SDK adapter (withApprovalGate)', () => {
     ]);
     const [approved] = (await reviewer().listApprovals({ action: 'aiRefund', status: 'approved' })).approvals;
     expect(approved).toMatchObject({ agent: 'ai-sdk-test', policyKey: 'ai-refunds', payload: { orderId: 'A-1', amount: 5 } });
+  });
+
+  it('makes the tool’s next call after a request for changes that request’s revision, decided by the same reviewers', async () => {
+    await org.request('put', '/v1/policies/ai-revisions').send({}).expect(200);
+    const executed: unknown[] = [];
+    const tools = withApprovalGate(
+      {
+        aiPayout: tool({
+          inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+          execute: async (input) => {
+            executed.push(input);
+            return { paid: input.amount };
+          },
+        }),
+      },
+      { gate: gate(), policyKey: 'ai-revisions', wait: 20 },
+    );
+    // A model that does as the tool's result says: calls again with the suggested input.
+    const model = new MockLanguageModelV4({
+      doGenerate: async ({ prompt }) => {
+        const last = prompt.at(-1)!;
+        const result = last.role === 'tool' && last.content[0]?.type === 'tool-result' ? last.content[0].output : null;
+        const answer = result?.type === 'json' ? (result.value as { status?: string; suggestedPayload?: unknown }) : null;
+        const input =
+          last.role !== 'tool' ? { orderId: 'P-1', amount: 40 } : answer?.status === 'changes_requested' ? answer.suggestedPayload : null;
+        const content = input
+          ? [{ type: 'tool-call' as const, toolCallId: `call_${randomUUID()}`, toolName: 'aiPayout', input: JSON.stringify(input) }]
+          : [{ type: 'text' as const, text: JSON.stringify(answer) }];
+        return { content, finishReason: { unified: input ? 'tool-calls' : 'stop', raw: undefined }, usage: modelUsage, warnings: [] };
+      },
+    });
+    const running = generateText({ model, prompt: 'Pay order P-1', tools, stopWhen: isStepCount(4) });
+    const [asked] = await decidePending('aiPayout', [
+      { verdict: 'changes_requested', feedback: 'At most 25.', suggestedPayload: { orderId: 'P-1', amount: 25 } },
+    ]);
+    const revised = await eventually(async () => {
+      const approval = await reviewer().getApproval(asked!.id);
+      return approval.status === 'pending' && approval.revision === 2 ? approval : undefined;
+    });
+    expect(revised.payload).toEqual({ orderId: 'P-1', amount: 25 });
+    await reviewer().decide(asked!.id, { verdict: 'approved', revision: 2 });
+    const result = await running;
+
+    expect(executed).toEqual([{ orderId: 'P-1', amount: 25 }]);
+    expect(JSON.parse(result.text)).toEqual({ paid: 25 });
+    const { approvals } = await reviewer().listApprovals({ action: 'aiPayout' });
+    expect(approvals.map((approval) => [approval.id, approval.status, approval.revision])).toEqual([[asked!.id, 'approved', 2]]);
   });
 
   it('passes a refusal by the API to the caller as the ApiError it is', async () => {

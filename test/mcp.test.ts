@@ -307,6 +307,7 @@ describe('MCP server, a client with task support', () => {
     return {
       taskCreated: Promise.race([taskCreated, done.then(() => Promise.reject(new Error(JSON.stringify(messages))))]),
       done,
+      messages,
       progress,
     };
   }
@@ -322,6 +323,8 @@ describe('MCP server, a client with task support', () => {
 
     await eventually(() => env.services.settlements.waiting === 1);
     await eventually(() => call.progress.length >= 1);
+    // The stream polls the task at its own pace; a decision before its first poll would skip straight to `completed`.
+    await eventually(() => call.messages.some((message) => message.type === 'taskStatus' && message.task.status === 'working'));
     await org
       .asReviewer('post', `/v1/approvals/${pending.id}/decision`)
       .send({ verdict: 'approved', editedPayload: { amount: 100 } })
@@ -336,7 +339,6 @@ describe('MCP server, a client with task support', () => {
       payload: { amount: 100 },
       edited: true,
     });
-    expect(messages.some((message) => message.type === 'taskStatus' && message.task.status === 'working')).toBe(true);
     expect(await host.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
   });
 

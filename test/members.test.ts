@@ -41,6 +41,7 @@ describe('members API', () => {
       slackLinked: false,
       teamsLinked: false,
       emailNotifications: true,
+      delegation: null,
     });
     expect(res.body.inviteUrl).toMatch(/^https:\/\/gate\.acme\.test\/console\/invite\/[A-Za-z0-9_-]{43}$/);
 

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_EVALUATION_LIMITS, PolicyEvaluator, type RuleInput } from '../src/modules/policies/policy-rules.js';
 import { policyDocumentSchema, type PolicyDocument } from '../src/modules/policies/policy-schemas.js';
@@ -116,7 +118,7 @@ describe('the hard time limit', () => {
   const document = (when: string): PolicyDocument => policyDocumentSchema.parse({ rules: [{ when, outcome: 'allow' }] });
   const input = (payload: Record<string, unknown>): RuleInput => ({ action: 'a', payload, agent: null, context: null });
   // Everything goes to the workers and no bound stops it first: only the time limit can.
-  const evaluator = new PolicyEvaluator({
+  const limits = {
     ...DEFAULT_EVALUATION_LIMITS,
     workers: 1,
     timeLimitMs: 50,
@@ -124,7 +126,8 @@ describe('the hard time limit', () => {
     queueLimitMs: 30_000,
     inlineCostSteps: 0,
     costBudgetSteps: Infinity,
-  });
+  };
+  const evaluator = new PolicyEvaluator(limits);
   afterAll(() => evaluator.close());
 
   it('stops an overrunning evaluation without blocking the event loop, fails closed, and replaces the worker', async () => {
@@ -151,6 +154,27 @@ describe('the hard time limit', () => {
       outcome: 'allow',
       matchedRule: 0,
     });
+  });
+
+  it('counts CPU time, not wall time, up to a wall time limit: a worker the machine leaves waiting is not stopped for it', async () => {
+    const patient = new PolicyEvaluator({ ...limits, wallLimitMs: 60_000 });
+    const impatient = new PolicyEvaluator({ ...limits, wallLimitMs: 100 });
+    const rule = document('payload.l.all(x, payload.l.all(y, y != x + 0.5))');
+    // Busy processes at normal priority on every core leave the low-priority workers almost no CPU.
+    const hogs = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
+    try {
+      await Promise.all([patient, impatient].map((pool) => pool.evaluate(document('true'), input({}), 'org-a')));
+      const started = Date.now();
+      const [waited, stopped] = await Promise.all(
+        [patient, impatient].map((pool) => pool.evaluate(rule, input({ l: ints(300) }), 'org-a')),
+      );
+      expect(Date.now() - started).toBeGreaterThan(limits.timeLimitMs);
+      expect(waited).toEqual({ outcome: 'allow', matchedRule: 0 });
+      expect(stopped).toEqual({ outcome: 'review', matchedRule: null, error: 'rules: evaluation waited longer than 100 ms for CPU time' });
+    } finally {
+      for (const hog of hogs) hog.kill('SIGKILL');
+      await Promise.all([patient.close(), impatient.close()]);
+    }
   });
 
   it('takes waiting evaluations round-robin by organization', async () => {

@@ -85,15 +85,19 @@ describe('policies with stages', () => {
     expect(single).toMatchObject({ stages: null, quorum: 2, reviewers: { roles: ['reviewer', 'admin'], members: [] } });
   });
 
-  it('stores a policy saved back as it was read', async () => {
-    const {
-      key: _key,
-      version: _version,
-      createdAt: _created,
-      updatedAt: _updated,
-      ...document
-    } = (await org.request('get', '/v1/policies/lead-then-finance').expect(200)).body;
-    await org.request('put', '/v1/policies/lead-then-finance-copy').send(document).expect(200);
+  it('stores a policy saved back as it was read, with stages or without (stages: null)', async () => {
+    await org.request('put', '/v1/policies/single-set').send({ quorum: 2 }).expect(200);
+    for (const key of ['lead-then-finance', 'single-set']) {
+      const {
+        key: _key,
+        version: _version,
+        createdAt: _created,
+        updatedAt: _updated,
+        ...document
+      } = (await org.request('get', `/v1/policies/${key}`).expect(200)).body;
+      const copy = (await org.request('put', `/v1/policies/${key}-copy`).send(document).expect(200)).body;
+      expect(copy).toMatchObject(document);
+    }
   });
 
   it.each([

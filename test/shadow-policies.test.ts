@@ -55,7 +55,7 @@ describe('shadow policies', () => {
       since: put.body.updatedAt,
       evaluated: 3,
       agreed: 2,
-      disagreed: [{ live: 'allow', shadow: 'review', count: 1 }],
+      disagreed: [{ live: 'allow', shadow: 'review', count: 1, examples: [{ approvalId: views[1].id, createdAt: views[1].createdAt }] }],
     });
     expect((await org.request('get', '/v1/policies/plain/shadow').expect(200)).body).toEqual({
       since: null,
@@ -63,6 +63,32 @@ describe('shadow policies', () => {
       agreed: 0,
       disagreed: [],
     });
+  });
+
+  it('names the newest disagreeing requests of each pair of outcomes, at most 20 of each', async () => {
+    // 75 is allowed live and reviewed by the shadow; 500 the other way round; 10 allowed by both.
+    const flipped = { rules: [...tighter.rules, { when: 'payload.amount > 200.0', outcome: 'allow' }] };
+    await org
+      .request('put', '/v1/policies/examples')
+      .send({ ...live, shadow: flipped })
+      .expect(200);
+    const amounts = [...Array.from({ length: 22 }, () => 75), 500, 500, 10];
+    await Promise.all(
+      amounts.map((amount) => org.request('post', '/v1/approvals').send({ action: 'refund', payload: { amount }, policyKey: 'examples' })),
+    );
+    const newest = async (amount: number) =>
+      (
+        await env.services.db.approval.findMany({
+          where: { orgId: org.orgId, policyKey: 'examples', payload: { equals: { amount } } },
+          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        })
+      ).map((row) => ({ approvalId: row.id, createdAt: row.createdAt.toISOString() }));
+    const summary = (await org.request('get', '/v1/policies/examples/shadow').expect(200)).body;
+    expect(summary).toMatchObject({ evaluated: 25, agreed: 1 });
+    expect(summary.disagreed).toEqual([
+      { live: 'allow', shadow: 'review', count: 22, examples: (await newest(75)).slice(0, 20) },
+      { live: 'review', shadow: 'allow', count: 2, examples: await newest(500) },
+    ]);
   });
 
   it('keeps the time the shadow was set while PUTs leave it as it is, and starts again with a new one', async () => {

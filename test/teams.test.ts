@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID, X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { readChain } from './support/audit-chain.js';
@@ -7,6 +7,7 @@ import {
   APP_SECRET,
   CHANNEL_ID,
   cardAction,
+  makeCertificate,
   startBotFramework,
   TEAM_ID,
   TENANT_ID,
@@ -107,6 +108,7 @@ describe('PUT, GET and DELETE /v1/integrations/teams', () => {
       tenantId: TENANT_ID,
       teamId: TEAM_ID,
       channelId: CHANNEL_ID,
+      credential: { type: 'secret' },
       connectedAt: expect.stringMatching(/Z$/),
     });
     expect((await other.request('get', '/v1/integrations/teams').expect(200)).body).toEqual(put.body);
@@ -142,6 +144,84 @@ describe('PUT, GET and DELETE /v1/integrations/teams', () => {
     ]);
     await vic.request('put', '/v1/integrations/teams').send({}).expect(403);
     expect((await org.request('get', '/v1/integrations/teams').expect(200)).body.channelId).toBe(CHANNEL_ID);
+  });
+});
+
+describe('a bot that authenticates with a certificate', () => {
+  const day = 24 * 3600_000;
+  const valid = () => makeCertificate({ from: new Date(Date.now() - day), until: new Date(Date.now() + 30 * day) });
+  const connect = (target: TestOrg, certificate: { certificate: string; privateKey: string }, extra: Record<string, unknown> = {}) =>
+    target
+      .request('put', '/v1/integrations/teams')
+      .send({ appId: APP_ID, certificate, tenantId: TENANT_ID, teamId: TEAM_ID, channelId: CHANNEL_ID, ...extra });
+
+  it('asks Entra for tokens with a signed client assertion, stores the key sealed and shows only the thumbprint and expiry', async () => {
+    const other = await env.createOrg();
+    const credential = valid();
+    bot.registerCertificate(credential.certificate);
+    const put = await connect(other, credential).expect(200);
+    const certificate = new X509Certificate(credential.certificate);
+    expect(put.body.credential).toEqual({
+      type: 'certificate',
+      thumbprintSha256: certificate.fingerprint256.replaceAll(':', ''),
+      expiresAt: new Date(certificate.validTo).toISOString(),
+    });
+    const row = await env.services.db.teamsIntegration.findUniqueOrThrow({ where: { orgId: other.orgId } });
+    expect(row.appSecret).toBeNull();
+    expect(row.appCertificate).toMatch(/^v1\.[0-9a-f]{8}\./);
+    expect(JSON.stringify(row)).not.toContain(credential.privateKey.split('\n')[1]);
+
+    // The jobs' bot asks for its own token the same way: a card reaches the connector.
+    const connection = await env.services.teams.connection(other.orgId);
+    const activityId = await connection!.bot.post(CHANNEL_ID, { type: 'AdaptiveCard', version: '1.5', body: [] });
+    expect(bot.calls.find((call) => call.activityId === activityId)).toMatchObject({ method: 'POST', conversationId: CHANNEL_ID });
+
+    // Going back to a secret drops the certificate.
+    await other
+      .request('put', '/v1/integrations/teams')
+      .send({ appId: APP_ID, appSecret: APP_SECRET, tenantId: TENANT_ID, teamId: TEAM_ID, channelId: CHANNEL_ID })
+      .expect(200);
+    const secretRow = await env.services.db.teamsIntegration.findUniqueOrThrow({ where: { orgId: other.orgId } });
+    expect([secretRow.appCertificate, typeof secretRow.appSecret]).toEqual([null, 'string']);
+  });
+
+  it('refuses, naming the field, a certificate Entra does not know, an expired one, a key that is not its own or not RSA, and both credentials', async () => {
+    const registered = valid();
+    bot.registerCertificate(registered.certificate);
+    const unknown = valid();
+    const expired = makeCertificate({ from: new Date('2020-01-01T00:00:00Z'), until: new Date('2020-01-02T00:00:00Z') });
+    bot.registerCertificate(expired.certificate);
+    const elliptic = makeCertificate({ from: new Date(Date.now() - day), until: new Date(Date.now() + day), keyType: 'ec:P-256' });
+    const cases: [Record<string, unknown>, { path: string; message: RegExp }][] = [
+      [{ certificate: unknown }, { path: 'certificate', message: /Entra refused.*AADSTS700027.*not registered/ }],
+      [
+        { certificate: expired },
+        { path: 'certificate.certificate', message: /valid from 2020-01-01T00:00:00.000Z to 2020-01-02T00:00:00.000Z, not now/ },
+      ],
+      [
+        { certificate: { ...registered, privateKey: unknown.privateKey } },
+        { path: 'certificate.privateKey', message: /not the key of certificate.certificate/ },
+      ],
+      [{ certificate: elliptic }, { path: 'certificate.privateKey', message: /must be an RSA key, not ec/ }],
+      [
+        { certificate: { ...registered, certificate: 'not a certificate' } },
+        { path: 'certificate.certificate', message: /must be a PEM CERTIFICATE block/ },
+      ],
+      [
+        { certificate: registered, appSecret: APP_SECRET },
+        { path: 'appSecret', message: /exactly one of appSecret and certificate/ },
+      ],
+      [{}, { path: 'appSecret', message: /exactly one of appSecret and certificate/ }],
+    ];
+    const other = await env.createOrg();
+    for (const [credential, error] of cases) {
+      const res = await other
+        .request('put', '/v1/integrations/teams')
+        .send({ appId: APP_ID, tenantId: TENANT_ID, teamId: TEAM_ID, channelId: CHANNEL_ID, ...credential });
+      expect(res.status, error.path).toBe(422);
+      expect(res.body.errors).toEqual([{ path: error.path, message: expect.stringMatching(error.message) }]);
+    }
+    await other.request('get', '/v1/integrations/teams').expect(404);
   });
 });
 

@@ -1,9 +1,9 @@
 -- Whether a voter may decide an approval through a channel (see docs/policies.md): NULL when it may, or
 -- the refusal: 'key_unattributed' (a key whose owner is unknown, which decides nothing until
 -- attributed), 'channel_not_allowed' (the policy leaves the channel out), 'not_a_reviewer' (a
--- member whose role and email the policy does not name, or with stages the current stage, whose
--- reviewers ag_cast_vote writes into the approval's; a viewer, or a removed member, never
--- decides), 'self_approval' (the member the agent acts for, or whoever created the request,
+-- member whose role and email the policy does not name (with stages, the current stage, whose
+-- reviewers ag_cast_vote writes into the approval's), and who stands in for no one it names; a
+-- viewer, or a removed member, never decides), 'self_approval' (the member the agent acts for, or whoever created the request,
 -- unless the policy allows it), or 'requester_unattributed' (the request was made by a key whose
 -- owner is unknown, so nobody can be told apart from its maker, unless the policy allows
 -- self-approval). Voter and requester are judged as the principals they stand for
@@ -21,7 +21,18 @@ AS $$
     WHEN voter->>'type' = 'user'
          AND (voter->>'role' IS NULL OR voter->>'role' = 'viewer'
               OR NOT (voter->>'role' = ANY (p_approval.reviewer_roles)
-                      OR lower(voter->>'email') = ANY (p_approval.reviewer_emails))) THEN 'not_a_reviewer'
+                      OR lower(voter->>'email') = ANY (p_approval.reviewer_emails)
+                      -- A delegate decides in the place of a member the approval names, while the
+                      -- delegation runs, never of the member who asked (that would be self-approval
+                      -- by proxy): docs/members-and-channels.md#delegation. The vote is the delegate's.
+                      OR EXISTS (
+                        SELECT 1 FROM members away
+                        WHERE away.delegate_id = (voter->>'id')::uuid AND away.org_id = p_approval.org_id
+                          AND coalesce(away.delegation_starts_at, '-infinity') <= now() AND now() < away.delegation_ends_at
+                          AND away.role <> 'viewer'
+                          AND (away.role::text = ANY (p_approval.reviewer_roles) OR away.email_key = ANY (p_approval.reviewer_emails))
+                          AND NOT (requester->>'type' = 'user' AND requester->>'id' = away.id::text)
+                          AND away.email_key IS DISTINCT FROM lower(p_approval.on_behalf_of)))) THEN 'not_a_reviewer'
     WHEN NOT p_approval.allow_self_approval
          AND ((requester->>'type' = voter->>'type' AND requester->>'id' = voter->>'id')
               OR (voter->>'type' = 'user' AND lower(voter->>'email') = lower(p_approval.on_behalf_of))) THEN 'self_approval'

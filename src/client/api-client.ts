@@ -25,7 +25,12 @@ import type {
   PolicyEvaluationInput,
   PolicyList,
   PolicyListQuery,
+  PolicyReplay,
+  PolicyReplayInput,
+  PolicyVersionList,
+  PolicyVersionListQuery,
   PolicyView,
+  ShadowSummary,
   RevisionInput,
   SignedReceipt,
   Problem,
@@ -157,6 +162,14 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       /** What the stored policy, or the draft in `input.policy`, would decide for a request; nothing is created. */
       evaluate: (key: string, input: PolicyEvaluationInput) =>
         request<PolicyEvaluation>('POST', `/v1/policies/${segment(key)}/evaluate`, { body: input }),
+      /** The key's versions, newest first, also after a DELETE; pass `nextCursor` back as `cursor` for the next page. */
+      versions: (key: string, query: PolicyVersionListQuery = {}) =>
+        request<PolicyVersionList>('GET', `/v1/policies/${segment(key)}/versions`, { query }),
+      /** What the draft in `input.policy` (or the current version) would have decided for the key's stored requests; nothing changes. */
+      replay: (key: string, input: PolicyReplayInput = {}) =>
+        request<PolicyReplay>('POST', `/v1/policies/${segment(key)}/replay`, { body: input }),
+      /** How the policy's shadow compares with it since the shadow was set. */
+      shadow: (key: string) => request<ShadowSummary>('GET', `/v1/policies/${segment(key)}/shadow`),
     },
     webhooks: {
       list: () => request<WebhookEndpointList>('GET', '/v1/webhooks'),

@@ -53,6 +53,12 @@ export type PolicyList = Out<typeof policies.policyListSchema>;
 export type PolicyListQuery = In<typeof policies.policyListQuerySchema>;
 export type PolicyEvaluationInput = In<typeof policies.policyEvaluationInputSchema>;
 export type PolicyEvaluation = Out<typeof policies.policyEvaluationSchema>;
+export type PolicyVersionView = Out<typeof policies.policyVersionViewSchema>;
+export type PolicyVersionList = Out<typeof policies.policyVersionListSchema>;
+export type PolicyVersionListQuery = In<typeof policies.policyVersionListQuerySchema>;
+export type PolicyReplayInput = In<typeof policies.policyReplayInputSchema>;
+export type PolicyReplay = Out<typeof policies.policyReplaySchema>;
+export type ShadowSummary = Out<typeof policies.shadowSummarySchema>;
 
 export type ApiKeyView = Out<typeof keys.apiKeyViewSchema>;
 export type ApiKeyList = Out<typeof keys.apiKeyListSchema>;

@@ -3,6 +3,7 @@
  * an approval request, and what the model is told when it is not approved.
  */
 import type { ApprovalCreateInput, ApprovalStatus, ApprovalView } from './approval-types.js';
+import { ApiError } from './api-error.js';
 import type { ApprovalGateClient } from './index.js';
 
 export interface ToolApprovalOptions {
@@ -30,10 +31,7 @@ export function askAboutToolCall(
   { gate, policyKey, wait, agentName, context }: ToolApprovalOptions,
   { toolName, input, callId, signal }: ToolCallToApprove,
 ): Promise<ApprovalView> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new TypeError(`The input of tool ${toolName} is not a JSON object, so it cannot be an approval's payload`);
-  }
-  const payload = input as Record<string, unknown>;
+  const payload = payloadOf(toolName, input);
   const request: ApprovalCreateInput = {
     action: toolName,
     payload,
@@ -45,6 +43,41 @@ export function askAboutToolCall(
   const reviewerContext = context?.(toolName, payload);
   if (reviewerContext !== undefined) request.context = reviewerContext;
   return gate.requestApproval(request, { ...(wait !== undefined ? { wait } : {}), ...(signal ? { signal } : {}) });
+}
+
+/**
+ * Answers a request for changes with a new call of the same tool (C16): the call's input becomes
+ * the request's next revision, decided by the same reviewers. A request that can no longer be
+ * revised (it expired, or was withdrawn, meanwhile: 409) is asked about anew.
+ */
+export async function reviseForToolCall(
+  options: ToolApprovalOptions,
+  awaitingChanges: ApprovalView,
+  call: ToolCallToApprove,
+): Promise<ApprovalView> {
+  const { gate, wait, context } = options;
+  const payload = payloadOf(call.toolName, call.input);
+  const reviewerContext = context?.(call.toolName, payload);
+  let revised: ApprovalView;
+  try {
+    revised = await gate.revise(awaitingChanges.id, {
+      payload,
+      idempotencyKey: `tool-call:${call.callId}`,
+      ...(reviewerContext !== undefined ? { context: reviewerContext } : {}),
+      ...(call.signal ? { signal: call.signal } : {}),
+    });
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 409) return askAboutToolCall(options, call);
+    throw error;
+  }
+  return gate.waitForDecision(revised, { ...(wait !== undefined ? { wait } : {}), ...(call.signal ? { signal: call.signal } : {}) });
+}
+
+function payloadOf(toolName: string, input: unknown): Record<string, unknown> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new TypeError(`The input of tool ${toolName} is not a JSON object, so it cannot be an approval's payload`);
+  }
+  return input as Record<string, unknown>;
 }
 
 /** What the model reads instead of the tool's result when the call was not approved. */
@@ -77,7 +110,7 @@ function instructionFor(status: ToolCallNotApproved['status'], feedback: string 
     case 'rejected':
       return `Rejected: the action was not carried out.${said}`;
     case 'changes_requested':
-      return `Changes requested: the action was not carried out.${said} Call the tool again with its input changed as asked (\`suggestedPayload\`, when given, is what the reviewer would approve), or tell the user why you cannot.`;
+      return `Changes requested: the action was not carried out.${said} Call the tool again with its input changed as asked (\`suggestedPayload\`, when given, is what the reviewer would approve): that call is the request's revision, decided by the same reviewers. Or tell the user why you cannot.`;
     case 'pending':
       return 'No decision yet: the action was not carried out. Tell the user it awaits approval.';
     case 'expired':

@@ -1,4 +1,9 @@
-import { createSign, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { createHash, createSign, generateKeyPairSync, randomUUID, X509Certificate, type KeyObject } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeProtectedHeader, jwtVerify } from 'jose';
 import http from 'node:http';
 import { listenOnLoopback } from './listen.js';
 
@@ -72,9 +77,15 @@ export async function startBotFramework() {
     const tokenPath = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(path);
     if (req.method === 'POST' && tokenPath) {
       const form = new URLSearchParams(text);
-      if (form.get('grant_type') !== 'client_credentials' || form.get('client_id') !== APP_ID || form.get('client_secret') !== APP_SECRET) {
-        return send(401, { error: 'invalid_client', error_description: 'AADSTS7000215: Invalid client secret provided.' });
+      if (form.get('grant_type') !== 'client_credentials' || form.get('client_id') !== APP_ID) {
+        return send(400, { error: 'invalid_request', error_description: 'AADSTS900144: unsupported grant or client.' });
       }
+      const refusal = form.has('client_assertion')
+        ? await assertionRefusal(form, `${url}${path}`)
+        : form.get('client_secret') === APP_SECRET
+          ? null
+          : 'AADSTS7000215: Invalid client secret provided.';
+      if (refusal) return send(401, { error: 'invalid_client', error_description: refusal });
       const accessToken = `bot-access-${randomUUID()}`;
       issuedTokens.push(accessToken);
       return send(200, { token_type: 'Bearer', expires_in: 3599, access_token: accessToken });
@@ -89,6 +100,29 @@ export async function startBotFramework() {
     }
     send(404, { error: 'not found' });
   });
+  /** Certificates uploaded to the app, by SHA-256 thumbprint (base64url), as Entra keeps them. */
+  const certificates = new Map<string, KeyObject>();
+  /** Why Entra would refuse this client assertion (certificate credentials), or null. */
+  async function assertionRefusal(form: URLSearchParams, tokenUrl: string): Promise<string | null> {
+    if (form.get('client_assertion_type') !== 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer')
+      return 'AADSTS50027: wrong assertion type.';
+    const assertion = form.get('client_assertion') ?? '';
+    const key = certificates.get(String(decodeProtectedHeader(assertion)['x5t#S256'] ?? ''));
+    if (!key) return 'AADSTS700027: The certificate with identifier used to sign the client assertion is not registered on application.';
+    try {
+      await jwtVerify(assertion, key, {
+        algorithms: ['PS256', 'RS256'],
+        audience: tokenUrl,
+        issuer: APP_ID,
+        subject: APP_ID,
+        requiredClaims: ['jti', 'exp', 'nbf'],
+      });
+      return null;
+    } catch (error) {
+      return `AADSTS700027: Client assertion failed signature validation (${(error as Error).message}).`;
+    }
+  }
+
   const port = await listenOnLoopback(server);
   url = `http://127.0.0.1:${port}`;
   const serviceUrl = `${url}/`;
@@ -98,6 +132,11 @@ export async function startBotFramework() {
     serviceUrl,
     openIdMetadataUrl: `${url}/v1/.well-known/openidconfiguration`,
     calls,
+    /** Uploads a certificate to the app, as an admin does in Entra; its key may then sign client assertions. */
+    registerCertificate(certificatePem: string) {
+      const certificate = new X509Certificate(certificatePem);
+      certificates.set(createHash('sha256').update(certificate.raw).digest('base64url'), certificate.publicKey);
+    },
     cardsOf: (activityId: string) =>
       calls.filter((call) => call.activityId === activityId).map((call) => call.activity.attachments![0]!.content),
     /** The token of an activity sent to the bot: valid for five minutes, unless `claims` or `forged` says otherwise. */
@@ -142,4 +181,55 @@ export function cardAction(
     channelData: { tenant: { id: tenantId }, channel: { id: CHANNEL_ID }, team: { id: TEAM_ID } },
     value: { action: { type: 'Action.Execute', verb, data }, trigger: 'manual' },
   };
+}
+
+/**
+ * A self-signed certificate and its key, both PEM, made by openssl's `ca` (which, unlike `req`,
+ * takes any validity period, past ones included); `keyType` other than RSA for the refusals.
+ */
+export function makeCertificate({ from, until, keyType = 'rsa:2048' }: { from: Date; until: Date; keyType?: string }) {
+  const dir = mkdtempSync(join(tmpdir(), 'teams-cert-'));
+  const at = (name: string) => join(dir, name);
+  const asn1Time = (date: Date) => `${date.toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
+  try {
+    writeFileSync(at('index.txt'), '');
+    writeFileSync(at('serial'), '01\n');
+    writeFileSync(
+      at('ca.cnf'),
+      `[ca]\ndefault_ca = bot\n[bot]\ndatabase = ${at('index.txt')}\nnew_certs_dir = ${dir}\nserial = ${at('serial')}\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n`,
+    );
+    const newKey = keyType.startsWith('ec:')
+      ? ['-newkey', 'ec', '-pkeyopt', `ec_paramgen_curve:${keyType.slice(3)}`]
+      : ['-newkey', keyType];
+    execFileSync(
+      'openssl',
+      ['req', '-new', ...newKey, '-nodes', '-subj', '/CN=approval-gate-bot', '-keyout', at('key.pem'), '-out', at('req.csr')],
+      { stdio: 'ignore' },
+    );
+    execFileSync(
+      'openssl',
+      [
+        'ca',
+        '-batch',
+        '-config',
+        at('ca.cnf'),
+        '-selfsign',
+        '-keyfile',
+        at('key.pem'),
+        '-in',
+        at('req.csr'),
+        '-startdate',
+        asn1Time(from),
+        '-enddate',
+        asn1Time(until),
+        '-notext',
+        '-out',
+        at('cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    return { certificate: readFileSync(at('cert.pem'), 'utf8'), privateKey: readFileSync(at('key.pem'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -8,7 +8,11 @@ export interface ScriptedCall {
   input: Record<string, unknown>;
 }
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+/** The usage a scripted model reports: one token each way. */
+export const modelUsage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
 
 /**
  * A model of the AI SDK that makes `calls` on its first step and, on the next, answers with the
@@ -28,7 +32,7 @@ export function scriptedAiModel(calls: ScriptedCall[], onResults?: () => void): 
             input: JSON.stringify(input),
           })),
           finishReason: { unified: 'tool-calls', raw: undefined },
-          usage,
+          usage: modelUsage,
           warnings: [],
         };
       }
@@ -37,7 +41,7 @@ export function scriptedAiModel(calls: ScriptedCall[], onResults?: () => void): 
       return {
         content: [{ type: 'text', text: JSON.stringify(results) }],
         finishReason: { unified: 'stop', raw: undefined },
-        usage,
+        usage: modelUsage,
         warnings: [],
       };
     },

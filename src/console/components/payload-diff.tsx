@@ -1,6 +1,7 @@
 import { useId } from 'react';
 import { fieldChanges } from '../../modules/approvals/payload-changes';
-import { payloadDiff, sortedKeys } from '../lib/json-edit';
+import { jsonLineDiff, sortedKeys } from '../lib/json-edit';
+import { LineDiff } from './line-diff';
 
 /** A value as one table cell shows it: compact JSON, cut past a few lines' worth. */
 function cellText(value: unknown): string {
@@ -28,7 +29,7 @@ export function PayloadDiff({
 }) {
   const titleId = useId();
   const { changes, total } = fieldChanges(before, after);
-  const lines = payloadDiff(sortedKeys(before), sortedKeys(after));
+  const lines = jsonLineDiff(sortedKeys(before), sortedKeys(after));
   return (
     <div className="stack payload-diff">
       <h3 id={titleId}>{title}</h3>
@@ -66,17 +67,7 @@ export function PayloadDiff({
           </table>
         </div>
       )}
-      <pre className="diff" aria-label={`${title}, line by line`} tabIndex={0}>
-        {lines.map((line, index) =>
-          line.kind === 'added' ? (
-            <ins key={index}>+ {line.text}</ins>
-          ) : line.kind === 'removed' ? (
-            <del key={index}>- {line.text}</del>
-          ) : (
-            <span key={index}>{`  ${line.text}`}</span>
-          ),
-        )}
-      </pre>
+      <LineDiff lines={lines} label={`${title}, line by line`} />
     </div>
   );
 }

@@ -1,12 +1,10 @@
 import { useState } from 'react';
-import { ApiError } from '../../client/api-client';
 import type { PolicyDocumentInput, PolicyEvaluation } from '../../client/api-types';
 import { api } from '../api';
 import { useAction } from '../hooks/use-resource';
 import { parsePayload } from '../lib/json-edit';
+import { DRAFT_PREFIX, draftErrorsOf, type FieldError } from '../lib/policy-draft';
 import { ProblemMessage } from './problem-message';
-
-const DRAFT_PREFIX = 'policy.';
 
 /**
  * Tries the draft against a sample request before saving: the server evaluates it exactly as it
@@ -20,7 +18,7 @@ export function PolicyTryPanel({
 }: {
   policyKey: string;
   document(): PolicyDocumentInput;
-  onDraftRefused(errors: { path: string; message: string }[]): void;
+  onDraftRefused(errors: FieldError[]): void;
 }) {
   const [action, setAction] = useState('refund');
   const [agent, setAgent] = useState('');
@@ -48,11 +46,9 @@ export function PolicyTryPanel({
         }),
       );
     } catch (error) {
-      const fieldErrors = error instanceof ApiError ? (error.problem.errors ?? []) : [];
-      const draftErrors = fieldErrors.filter((field) => field.path.startsWith(DRAFT_PREFIX));
-      onDraftRefused(draftErrors.map((field) => ({ ...field, path: field.path.slice(DRAFT_PREFIX.length) })));
+      const { errors, onlyDraft } = draftErrorsOf(error, DRAFT_PREFIX);
+      onDraftRefused(errors);
       // Errors of the draft alone are shown on its fields, above; anything else here.
-      const onlyDraft = draftErrors.length > 0 && draftErrors.length === fieldErrors.length;
       setDraftRefused(onlyDraft);
       if (!onlyDraft) throw error;
     }

@@ -49,13 +49,20 @@ export function describeKeyOwner(owner: KeyOwner, emails: MemberEmails = NO_EMAI
 /** The audit chain's actor string (`{"type":"user","id":"…"}`) in words. */
 export function describeActor(actor: string, emails: MemberEmails = NO_EMAILS): string {
   try {
-    const { type, id } = JSON.parse(actor) as { type: string; id: string };
-    if (type === 'user') return describeMember(id, emails);
-    if (type === 'api_key') return `API key ${id.slice(0, 8)}`;
-    return `${type} ${id}`;
+    return describePrincipal(JSON.parse(actor) as { type: string; id: string }, emails);
   } catch {
     return actor;
   }
+}
+
+/**
+ * Who did something (an audit actor, who stored a policy version): a member by email (as the
+ * members list has it now, else as it was recorded), a key by the start of its id.
+ */
+export function describePrincipal({ type, id, email }: { type: string; id: string; email?: string }, emails: MemberEmails = NO_EMAILS) {
+  if (type === 'user') return emails.get(id) ?? email ?? describeMember(id, emails);
+  if (type === 'api_key') return `API key ${id.slice(0, 8)}`;
+  return `${type} ${id}`;
 }
 
 /**
@@ -72,4 +79,9 @@ export function quorumText({ status, quorum, stage }: { status: string; quorum: 
 
 export function prettyJson(value: unknown): string {
   return JSON.stringify(value, null, 2);
+}
+
+/** "1 request", "1,200 requests". */
+export function countOf(count: number, noun: string): string {
+  return `${count.toLocaleString()} ${noun}${count === 1 ? '' : 's'}`;
 }

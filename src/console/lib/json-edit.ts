@@ -35,8 +35,8 @@ export function sortedKeys(value: unknown): unknown {
   );
 }
 
-/** The change between two payloads, line by line over their pretty-printed JSON. */
-export function payloadDiff(before: unknown, after: unknown): DiffLine[] {
+/** The change between two JSON values (payloads, policy documents), line by line over their pretty-printed JSON. */
+export function jsonLineDiff(before: unknown, after: unknown): DiffLine[] {
   return diffLines(prettyJson(before), prettyJson(after)).flatMap((change) =>
     change.value
       .replace(/\n$/, '')

@@ -1,3 +1,4 @@
+import { ApiError } from '../../client/api-client';
 import type { DecisionChannel, PolicyDocumentInput, PolicyRule, PolicyView } from '../../client/api-types';
 import { DECISION_CHANNELS } from './vocabulary';
 
@@ -81,4 +82,36 @@ export function documentOf(draft: PolicyDraft): PolicyDocumentInput {
     allowSelfApproval: draft.allowSelfApproval,
     channels: draft.channels,
   };
+}
+
+/** What the server adds to a policy's document in its views. */
+const VIEW_FIELDS = new Set(['key', 'version', 'createdAt', 'updatedAt', 'changedBy']);
+
+/**
+ * A stored policy (or one of its versions) as the document a `PUT` would store again: everything
+ * but what the server adds, so that what the editor does not show (the shadow) is kept.
+ */
+export function documentOfView(view: PolicyView): PolicyDocumentInput {
+  return Object.fromEntries(Object.entries(view).filter(([field]) => !VIEW_FIELDS.has(field))) as PolicyDocumentInput;
+}
+
+/** Where the API names the fields of a draft sent as `policy` (evaluate, replay), and of a shadow. */
+export const DRAFT_PREFIX = 'policy.';
+export const SHADOW_PREFIX = 'shadow.';
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/**
+ * The errors a refusal names under `prefix` (DRAFT_PREFIX or SHADOW_PREFIX), renamed as the editor names its fields; `onlyDraft` says
+ * whether they were all the refusal named.
+ */
+export function draftErrorsOf(error: unknown, prefix: string): { errors: FieldError[]; onlyDraft: boolean } {
+  const named = error instanceof ApiError ? (error.problem.errors ?? []) : [];
+  const errors = named
+    .filter((field) => field.path.startsWith(prefix))
+    .map((field) => ({ ...field, path: field.path.slice(prefix.length) }));
+  return { errors, onlyDraft: errors.length > 0 && errors.length === named.length };
 }

@@ -24,7 +24,7 @@ export function PoliciesPage() {
     <section aria-labelledby="policies-title">
       <h1 id="policies-title">Policies</h1>
       <ProblemMessage error={policies.error} />
-      <DataTable label="Policies" columns={['Key', 'Rules', 'Default', 'Timeout', 'Updated']}>
+      <DataTable label="Policies" columns={['Key', 'Rules', 'Default', 'Timeout', 'Version', 'Shadow', 'Updated']}>
         {policies.items.map((policy) => (
           <tr key={policy.key}>
             <td>
@@ -36,6 +36,8 @@ export function PoliciesPage() {
               {formatDuration(policy.timeoutSeconds * 1000)}, then {policy.onTimeout}
               {policy.escalateTo ? ` to ${policy.escalateTo}` : ''}
             </td>
+            <td>{policy.version}</td>
+            <td>{policy.shadow ? 'set' : '—'}</td>
             <td>{formatTime(policy.updatedAt)}</td>
           </tr>
         ))}

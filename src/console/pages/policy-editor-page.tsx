@@ -5,17 +5,15 @@ import type { PolicyRule } from '../../client/api-types';
 import { api, unlessMissing } from '../api';
 import { CheckboxGroup } from '../components/checkbox-group';
 import { ConfirmDialog } from '../components/dialog';
+import { PolicyReplayPanel } from '../components/policy-replay-panel';
+import { PolicyShadowPanel } from '../components/policy-shadow-panel';
 import { PolicyTryPanel } from '../components/policy-try-panel';
+import { PolicyVersionsPanel } from '../components/policy-versions-panel';
 import { ProblemMessage } from '../components/problem-message';
 import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
-import { documentOf, draftOf, NEW_POLICY, type Outcome, type PolicyDraft } from '../lib/policy-draft';
+import { documentOf, draftOf, NEW_POLICY, type FieldError, type Outcome, type PolicyDraft } from '../lib/policy-draft';
 import { DECISION_CHANNELS, REVIEWER_ROLES } from '../lib/vocabulary';
-
-export interface FieldError {
-  path: string;
-  message: string;
-}
 
 /** Where each field's errors are shown; anything else is listed under the form. */
 const PLACED = /^(rules\.\d+|defaultOutcome|timeoutSeconds|onTimeout|escalateTo|reviewers|quorum|allowSelfApproval|channels)\b/;
@@ -34,15 +32,18 @@ export function PolicyEditorPage() {
   const [fieldErrors, setFieldErrors] = useState<FieldError[]>([]);
   const [saved, setSaved] = useState(false);
   const [deleting, setDeleting] = useState(false);
+  // The draft starts from what was read; storing a shadow (below) changes the policy, not the draft.
   useEffect(() => {
-    if (stored.data !== undefined) setDraft(stored.data ? draftOf(stored.data) : NEW_POLICY);
-  }, [stored.data]);
+    if (!stored.loading && stored.data !== undefined) setDraft(stored.data ? draftOf(stored.data) : NEW_POLICY);
+  }, [stored.loading]);
 
   const save = useAction(async () => {
     setFieldErrors([]);
     try {
-      const policy = await api.policies.put(key, documentOf(draft));
+      // The shadow is set in its own panel; saving the rules keeps it.
+      const policy = await api.policies.put(key, { ...documentOf(draft), shadow: stored.data?.shadow ?? null });
       stored.update(() => policy);
+      setDraft(draftOf(policy));
       setSaved(true);
     } catch (error) {
       if (error instanceof ApiError && error.status === 422) setFieldErrors(error.problem.errors ?? []);
@@ -214,7 +215,21 @@ export function PolicyEditorPage() {
           </div>
         )}
       </form>
-      <PolicyTryPanel policyKey={key} document={() => documentOf(draft)} onDraftRefused={setFieldErrors} />
+      <div className="side-by-side">
+        <PolicyTryPanel policyKey={key} document={() => documentOf(draft)} onDraftRefused={setFieldErrors} />
+        {stored.data && <PolicyReplayPanel policyKey={key} document={() => documentOf(draft)} onDraftRefused={setFieldErrors} />}
+      </div>
+      {stored.data && (
+        <PolicyShadowPanel
+          policyKey={key}
+          stored={stored.data}
+          editable={editable}
+          draft={() => documentOf(draft)}
+          onStored={(policy) => stored.update(() => policy)}
+          onDraftRefused={setFieldErrors}
+        />
+      )}
+      <PolicyVersionsPanel policyKey={key} current={stored.data?.version ?? null} />
       {deleting && (
         <ConfirmDialog
           title={`Delete policy ${key}?`}

@@ -1,5 +1,6 @@
 import type { MemberService } from '../../modules/members/member-service.js';
 import {
+  delegationInputSchema,
   memberCreatedSchema,
   memberCreateSchema,
   memberIdParamsSchema,
@@ -46,6 +47,48 @@ export function memberRoutes(members: MemberService, mailTransport: 'smtp' | 'lo
       body: memberSelfUpdateSchema,
       responses: { 200: { description: 'You, changed.', schema: memberViewSchema }, ...problemResponses(401, 403, 422) },
       handler: async ({ tenant, body }) => ({ status: 200, body: await members.updateSelf(tenant, body) }),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/members/me/delegation',
+      summary: 'Name who decides in your place while you are away',
+      auth: 'session',
+      body: delegationInputSchema,
+      responses: { 200: { description: 'You, with your delegation.', schema: memberViewSchema }, ...problemResponses(401, 403, 422) },
+      handler: async ({ tenant, body }) => ({ status: 200, body: await members.setDelegation(tenant, null, body) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/members/me/delegation',
+      summary: 'End your delegation: you alone decide in your place again',
+      auth: 'session',
+      responses: { 200: { description: 'You, without a delegation.', schema: memberViewSchema }, ...problemResponses(401, 403) },
+      handler: async ({ tenant }) => ({ status: 200, body: await members.setDelegation(tenant, null, null) }),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/members/:id/delegation',
+      summary: "Name who decides in a member's place (for a member away who could not)",
+      scope: 'members:write',
+      params: memberIdParamsSchema,
+      body: delegationInputSchema,
+      responses: {
+        200: { description: 'The member, with the delegation.', schema: memberViewSchema },
+        ...problemResponses(401, 403, 404, 422),
+      },
+      handler: async ({ tenant, params, body }) => ({ status: 200, body: await members.setDelegation(tenant, params.id, body) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/members/:id/delegation',
+      summary: "End a member's delegation",
+      scope: 'members:write',
+      params: memberIdParamsSchema,
+      responses: {
+        200: { description: 'The member, without a delegation.', schema: memberViewSchema },
+        ...problemResponses(401, 403, 404),
+      },
+      handler: async ({ tenant, params }) => ({ status: 200, body: await members.setDelegation(tenant, params.id, null) }),
     }),
     defineRoute({
       method: 'patch',

@@ -108,7 +108,8 @@ export function policyRoutes(policies: PolicyService) {
       params: policyKeyParamsSchema,
       responses: {
         200: {
-          description: 'Requests the shadow evaluated, how many it agreed on, and the disagreements by pair.',
+          description:
+            'Requests the shadow evaluated, how many it agreed on, and the disagreements by pair, each with its newest requests.',
           schema: shadowSummarySchema,
         },
         ...problemResponses(401, 403, 404),

@@ -15,6 +15,9 @@ export const MEMBER_COLUMNS = {
   slackTeamId: 'slack_team_id',
   slackUserId: 'slack_user_id',
   teamsAadObjectId: 'teams_aad_object_id',
+  delegateId: 'delegate_id',
+  delegationStartsAt: 'delegation_starts_at',
+  delegationEndsAt: 'delegation_ends_at',
   createdAt: 'created_at',
   lastSignInAt: 'last_sign_in_at',
 } as const satisfies ColumnMap<Member>;

@@ -3,6 +3,28 @@ import { storableString } from '../../lib/json-input.js';
 import { ROLES } from '../orgs/tenant.js';
 import { MIN_PASSWORD_LENGTH } from './passwords.js';
 
+/** The longest a delegation may run: long enough for a sabbatical, short enough not to be forgotten. */
+export const MAX_DELEGATION_DAYS = 365;
+
+export const delegationViewSchema = z
+  .object({
+    delegateId: z.uuid().meta({ description: 'The member who decides in this one’s place.' }),
+    startsAt: z.iso.datetime().nullable().meta({ description: 'From when; null: from when it was set.' }),
+    endsAt: z.iso.datetime(),
+  })
+  .meta({ id: 'Delegation' });
+
+export const delegationInputSchema = z
+  .strictObject({
+    delegateId: z.uuid().meta({ description: 'A member of the organization, not a viewer, not yourself.' }),
+    startsAt: z.iso.datetime({ offset: true }).optional().meta({ description: 'From when (default: now).' }),
+    endsAt: z.iso
+      .datetime({ offset: true })
+      .meta({ description: `Until when: in the future, after startsAt, at most ${MAX_DELEGATION_DAYS} days from now.` }),
+  })
+  .meta({ id: 'DelegationInput' });
+export type DelegationInput = z.output<typeof delegationInputSchema>;
+
 export const memberViewSchema = z
   .object({
     id: z.uuid(),
@@ -14,6 +36,9 @@ export const memberViewSchema = z
     slackLinked: z.boolean(),
     teamsLinked: z.boolean(),
     emailNotifications: z.boolean(),
+    delegation: delegationViewSchema
+      .nullable()
+      .meta({ description: 'Who decides in this member’s place, while that runs or before it starts; null when no one does.' }),
   })
   .meta({ id: 'Member' });
 export type MemberView = z.output<typeof memberViewSchema>;

@@ -16,14 +16,16 @@ import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import { keyEvent } from '../orgs/api-keys.js';
 import type { ApiKey } from '../orgs/org-store.js';
 import { ROLE_SCOPES, type MemberRole, type Tenant } from '../orgs/tenant.js';
-import type {
-  InviteAcceptInput,
-  InvitePreview,
-  MemberCreateInput,
-  MemberUpdateInput,
-  MemberView,
-  SessionView,
-  SignInInput,
+import {
+  MAX_DELEGATION_DAYS,
+  type DelegationInput,
+  type InviteAcceptInput,
+  type InvitePreview,
+  type MemberCreateInput,
+  type MemberUpdateInput,
+  type MemberView,
+  type SessionView,
+  type SignInInput,
 } from './member-schemas.js';
 import type { SlackLinkPreview } from '../slack/slack-schemas.js';
 import { MemberStore, type AdminGuarded, type Member, type MemberChanges, type NewSession } from './member-store.js';
@@ -136,6 +138,46 @@ export class MemberService {
     ]);
     this.settled(outcome, id, 'remove');
     this.afterCommit.outboxSignal.notify();
+  }
+
+  /**
+   * Names who decides in a member's place until `endsAt` (see docs/members-and-channels.md#delegation),
+   * or, with null, no one. `memberId` null: the signed-in member's own. The delegate votes as
+   * themself, only on requests the member may decide and did not ask for.
+   */
+  async setDelegation(tenant: Tenant, memberId: string | null, input: DelegationInput | null): Promise<MemberView> {
+    const id = memberId ?? memberIdOf(tenant);
+    const now = Date.now();
+    const delegation = input && {
+      delegateId: input.delegateId,
+      startsAt: input.startsAt ? new Date(input.startsAt) : null,
+      endsAt: new Date(input.endsAt),
+    };
+    if (delegation) {
+      const from = Math.max(now, delegation.startsAt?.getTime() ?? now);
+      if (delegation.endsAt.getTime() <= from) throw delegationRefused('endsAt', 'endsAt must be in the future and after startsAt');
+      if (delegation.endsAt.getTime() > now + MAX_DELEGATION_DAYS * 86_400_000) {
+        throw delegationRefused('endsAt', `endsAt must be at most ${MAX_DELEGATION_DAYS} days from now`);
+      }
+    }
+    const member = await this.store.setDelegation(tenant.orgId, id, delegation, (before, delegate) => {
+      if (delegation) {
+        if (before.role === 'viewer') throw delegationRefused('delegateId', 'A viewer decides nothing, so has nothing to delegate.');
+        if (!delegate) throw delegationRefused('delegateId', 'delegateId is not a member of this organization.');
+        if (delegate.id === before.id) throw delegationRefused('delegateId', 'A member cannot be their own delegate.');
+        if (delegate.role === 'viewer') throw delegationRefused('delegateId', 'A viewer cannot decide, so cannot be a delegate.');
+      }
+      const recorded = delegation && {
+        delegateId: delegation.delegateId,
+        delegateEmail: delegate!.email,
+        startsAt: delegation.startsAt?.toISOString() ?? null,
+        endsAt: delegation.endsAt.toISOString(),
+      };
+      return [memberEvent('member.updated', tenant.actor, before, { delegation: recorded })];
+    });
+    if (!member) throw memberNotFound(id);
+    this.afterCommit.outboxSignal.notify();
+    return toMemberView(member);
   }
 
   /** A member's own settings, through their session. */
@@ -424,5 +466,17 @@ export function toMemberView(member: Member): MemberView {
     slackLinked: member.slackUserId !== null,
     teamsLinked: member.teamsAadObjectId !== null,
     emailNotifications: member.emailNotifications,
+    delegation:
+      member.delegateId !== null && member.delegationEndsAt !== null && member.delegationEndsAt.getTime() > Date.now()
+        ? {
+            delegateId: member.delegateId,
+            startsAt: member.delegationStartsAt?.toISOString() ?? null,
+            endsAt: member.delegationEndsAt.toISOString(),
+          }
+        : null,
   };
+}
+
+function delegationRefused(path: 'delegateId' | 'endsAt', message: string): ValidationError {
+  return new ValidationError([{ path, message }]);
 }

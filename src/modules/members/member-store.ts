@@ -181,6 +181,41 @@ export class MemberStore {
     );
   }
 
+  /**
+   * Sets or clears who decides in a member's place, with its audit event. `check` sees the member
+   * and the delegate (another member of the organization, or null) under their row locks, so
+   * neither's role changes under it; it throws to refuse. 'not_found' when the member is gone.
+   */
+  async setDelegation(
+    orgId: string,
+    id: string,
+    delegation: { delegateId: string; startsAt: Date | null; endsAt: Date } | null,
+    check: (member: Member, delegate: Member | null) => AuditEventDraft[],
+  ): Promise<Member | null> {
+    return this.db.$transaction(async (tx) => {
+      const ids = delegation ? [id, delegation.delegateId] : [id];
+      const locked = await tx.$queryRaw<Pick<Member, 'id'>[]>`
+        SELECT ${MEMBER_ID} FROM members WHERE org_id = ${orgId}::uuid AND id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`;
+      const member = locked.some((row) => row.id === id) ? await tx.member.findUniqueOrThrow({ where: { id } }) : null;
+      if (!member) return null;
+      const delegate =
+        delegation && locked.some((row) => row.id === delegation.delegateId)
+          ? await tx.member.findUniqueOrThrow({ where: { id: delegation.delegateId } })
+          : null;
+      const events = check(member, delegate);
+      const updated = await tx.member.update({
+        where: { id },
+        data: {
+          delegateId: delegation?.delegateId ?? null,
+          delegationStartsAt: delegation?.startsAt ?? null,
+          delegationEndsAt: delegation?.endsAt ?? null,
+        },
+      });
+      await appendAuditEvents(tx, orgId, events);
+      return updated;
+    });
+  }
+
   /** A member's own settings: no audit event, nothing another member relies on. */
   async updateSelf(id: string, changes: Pick<Prisma.MemberUpdateInput, 'emailNotifications'>): Promise<Member> {
     return this.db.member.update({ where: { id }, data: changes });

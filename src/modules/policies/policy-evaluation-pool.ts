@@ -18,8 +18,13 @@ export type PoolOutcome = PoolAnswer | { kind: 'stopped'; reason: string };
 export interface PoolLimits {
   /** Worker threads; each can keep one core busy. */
   workers: number;
-  /** A task running longer is stopped: its worker is terminated and replaced. */
+  /**
+   * A task using more CPU time than this is stopped: its worker is terminated and replaced. CPU time,
+   * not wall time: the workers run at low priority, and a busy machine may leave them waiting.
+   */
   timeLimitMs: number;
+  /** A task running this long in wall time is stopped all the same, whatever CPU time it had. */
+  wallLimitMs: number;
   /** A task that has not started after this long is answered without running. */
   queueLimitMs: number;
   /** The same, for a task that arrives while no worker has started yet (the first one, or after a replacement). */
@@ -29,6 +34,7 @@ export interface PoolLimits {
 export const DEFAULT_POOL_LIMITS: PoolLimits = {
   workers: Math.max(1, Math.min(4, availableParallelism() - 1)),
   timeLimitMs: 100,
+  wallLimitMs: 2_000,
   queueLimitMs: 2_000,
   startupLimitMs: 30_000,
 };
@@ -47,6 +53,9 @@ interface Slot {
   job?: Job;
   runTimer?: NodeJS.Timeout;
 }
+
+/** The shortest wait before a running task's CPU time is read again. */
+const MIN_RECHECK_MS = 5;
 
 /**
  * The worker's module. Run from source (tests, tsx) it is TypeScript too, and a small ES module
@@ -131,12 +140,31 @@ export class EvaluationPool {
       clearTimeout(job.queueTimer);
       slot.job = job;
       slot.worker.ref();
-      slot.runTimer = setTimeout(() => {
-        void this.retire(slot, { kind: 'stopped', reason: `took longer than the ${this.limits.timeLimitMs} ms time limit` });
-        this.fill();
-      }, this.limits.timeLimitMs);
+      const cpuAtStart = slot.worker.cpuUsage();
+      const startedAt = Date.now();
+      slot.runTimer = setTimeout(() => void this.enforceTimeLimit(slot, job, cpuAtStart, startedAt), this.limits.timeLimitMs);
       slot.worker.postMessage({ id: job.id, task: job.task });
     }
+  }
+
+  /** Stops `job` if it has used its CPU time (or its wall time); else looks again when it could have used it. */
+  private async enforceTimeLimit(slot: Slot, job: Job, cpuAtStart: Promise<NodeJS.CpuUsage>, startedAt: number): Promise<void> {
+    const { timeLimitMs, wallLimitMs } = this.limits;
+    const used = await slot.worker.cpuUsage(await cpuAtStart).catch(() => null);
+    if (slot.job !== job) return;
+    const usedMs = used ? (used.user + used.system) / 1000 : Infinity;
+    const wallLeftMs = wallLimitMs - (Date.now() - startedAt);
+    if (usedMs < timeLimitMs && wallLeftMs > 0) {
+      slot.runTimer = setTimeout(
+        () => void this.enforceTimeLimit(slot, job, cpuAtStart, startedAt),
+        Math.min(Math.max(timeLimitMs - usedMs, MIN_RECHECK_MS), wallLeftMs),
+      );
+      return;
+    }
+    const reason =
+      usedMs < timeLimitMs ? `waited longer than ${wallLimitMs} ms for CPU time` : `took longer than the ${timeLimitMs} ms time limit`;
+    void this.retire(slot, { kind: 'stopped', reason });
+    this.fill();
   }
 
   private takeNext(): Job | undefined {

@@ -94,7 +94,8 @@ const policyFields = z
     quorum: quorumSchema
       .optional()
       .meta({ description: 'Distinct approvals a request needs; one rejection rejects. Default 1. Not with stages.' }),
-    stages: stagesSchema.optional(),
+    // null as the API shows a policy without stages, so that a policy read can be saved back as it is.
+    stages: stagesSchema.nullable().optional(),
     allowSelfApproval: z
       .boolean()
       .default(false)
@@ -108,7 +109,7 @@ const policyFields = z
   })
   .strict();
 
-type DecisionRulesInput = { reviewers?: Reviewers | undefined; quorum?: number | undefined; stages?: ReviewStage[] | undefined };
+type DecisionRulesInput = { reviewers?: Reviewers | undefined; quorum?: number | undefined; stages?: ReviewStage[] | null | undefined };
 
 /**
  * A policy as the service keeps it: `stages` null for one set of reviewers, and `reviewers` and
@@ -291,13 +292,25 @@ export type PolicyReplay = z.output<typeof policyReplaySchema>;
 
 const liveOutcome = z.enum(['allow', 'review']);
 
+/** The requests a shadow summary names of each disagreement (docs/policies.md#shadow-policies). */
+export const MAX_SHADOW_EXAMPLES = 20;
+
 /** GET /v1/policies/:key/shadow: how the current shadow compares with the live policy. */
 export const shadowSummarySchema = z
   .object({
     since: z.iso.datetime().nullable().meta({ description: 'When the current shadow was set; null without one.' }),
     evaluated: z.number().int().meta({ description: 'Requests created since, which the shadow evaluated.' }),
     agreed: z.number().int(),
-    disagreed: z.array(z.object({ live: liveOutcome, shadow: liveOutcome, count: z.number().int() })),
+    disagreed: z.array(
+      z.object({
+        live: liveOutcome,
+        shadow: liveOutcome,
+        count: z.number().int(),
+        examples: z
+          .array(z.object({ approvalId: z.uuid(), createdAt: z.iso.datetime() }))
+          .meta({ description: `Up to ${MAX_SHADOW_EXAMPLES} of these requests, newest first.` }),
+      }),
+    ),
   })
   .meta({ id: 'ShadowSummary' });
 export type ShadowSummary = z.output<typeof shadowSummarySchema>;

@@ -19,6 +19,7 @@ import {
   type PublicPolicyDocument,
   type ShadowSummary,
 } from './policy-schemas.js';
+import { MAX_SHADOW_EXAMPLES } from './policy-schemas.js';
 import { PolicyStore, type Policy, type PolicyVersion } from './policy-store.js';
 
 /** A policy as some read saw it: its document (null when none exists), the revision and the version it had. */
@@ -191,13 +192,24 @@ export class PolicyService {
   async shadowSummary(tenant: Tenant, key: string): Promise<ShadowSummary> {
     const policy = await this.require(tenant, key);
     if (!policy.shadowSince) return { since: null, evaluated: 0, agreed: 0, disagreed: [] };
-    const tallies = await this.store(tenant).shadowTallies(key, policy.shadowSince);
+    const store = this.store(tenant);
+    const [tallies, disagreements] = await Promise.all([
+      store.shadowTallies(key, policy.shadowSince),
+      store.shadowDisagreements(key, policy.shadowSince, MAX_SHADOW_EXAMPLES),
+    ]);
     const agreed = tallies.filter((tally) => tally.live === tally.shadow).reduce((sum, tally) => sum + tally.count, 0);
     return {
       since: policy.shadowSince.toISOString(),
       evaluated: tallies.reduce((sum, tally) => sum + tally.count, 0),
       agreed,
-      disagreed: tallies.filter((tally) => tally.live !== tally.shadow),
+      disagreed: tallies
+        .filter((tally) => tally.live !== tally.shadow)
+        .map((tally) => ({
+          ...tally,
+          examples: disagreements
+            .filter((example) => example.live === tally.live && example.shadow === tally.shadow)
+            .map(({ approvalId, createdAt }) => ({ approvalId, createdAt: createdAt.toISOString() })),
+        })),
     };
   }
 

@@ -77,6 +77,13 @@ export interface ShadowTally {
   count: number;
 }
 
+export interface ShadowDisagreement {
+  approvalId: string;
+  live: ShadowTally['live'];
+  shadow: ShadowTally['shadow'];
+  createdAt: Date;
+}
+
 const SELECT_POLICY = `SELECT ${selectList(POLICY_COLUMNS)} FROM policies`;
 const POLICY_KEY = Prisma.raw(selectList(pickColumns(POLICY_COLUMNS, ['key'])));
 
@@ -185,6 +192,25 @@ export class PolicyStore {
        WHERE org_id = $1 AND policy_key = $2 AND created_at >= $3 AND shadow_outcome IS NOT NULL AND policy_outcome IS NOT NULL
        GROUP BY 1, 2 ORDER BY 1, 2`,
       [this.orgId, key, since],
+    );
+  }
+
+  /**
+   * The newest requests under `key` since `since` on which the shadow disagreed with the policy,
+   * up to `perPair` of each pair of outcomes, newest first.
+   */
+  shadowDisagreements(key: string, since: Date, perPair: number): Promise<ShadowDisagreement[]> {
+    return this.sql.query<ShadowDisagreement>(
+      'shadow-disagreements-of-policy',
+      `SELECT id AS "approvalId", live, shadow, created_at AS "createdAt" FROM (
+         SELECT id, created_at, policy_outcome AS live, shadow_outcome->>'outcome' AS shadow,
+                row_number() OVER (PARTITION BY policy_outcome, shadow_outcome->>'outcome' ORDER BY created_at DESC, id DESC) AS rank
+         FROM approvals
+         WHERE org_id = $1 AND policy_key = $2 AND created_at >= $3 AND shadow_outcome IS NOT NULL AND policy_outcome IS NOT NULL
+           AND policy_outcome <> shadow_outcome->>'outcome'
+       ) AS ranked
+       WHERE rank <= $4 ORDER BY created_at DESC, id DESC`,
+      [this.orgId, key, since, perPair],
     );
   }
 

@@ -7,6 +7,7 @@ export const TEAMS_INTEGRATION_COLUMNS = {
   orgId: 'org_id',
   appId: 'app_id',
   appSecret: 'app_secret',
+  appCertificate: 'app_certificate',
   tenantId: 'tenant_id',
   teamId: 'team_id',
   channelId: 'channel_id',

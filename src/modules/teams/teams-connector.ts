@@ -1,4 +1,6 @@
+import { createHash, createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
 import { Client, MessageActivityInput } from '@microsoft/teams.api';
+import { SignJWT } from 'jose';
 import type { IAdaptiveCard } from '@microsoft/teams.cards';
 import { RetryLater } from '../../lib/job-retries.js';
 
@@ -10,11 +12,17 @@ export interface TeamsEndpoints {
   serviceUrl: string;
 }
 
+/** How the bot proves itself to Entra: a client secret, or a certificate's private key signing a client assertion. */
+export type BotCredential = { type: 'secret'; secret: string } | { type: 'certificate'; certificate: string; privateKey: string };
+
 export interface BotCredentials {
   appId: string;
-  appSecret: string;
   tenantId: string;
+  credential: BotCredential;
 }
+
+/** How long a client assertion is good for; Entra takes it once, at once. */
+const ASSERTION_LIFETIME_SECONDS = 300;
 
 /** The scope of a token for the Bot Connector service. */
 const BOT_SCOPE = 'https://api.botframework.com/.default';
@@ -41,12 +49,13 @@ export class TeamsCallError extends Error {
  */
 export async function botToken(endpoints: TeamsEndpoints, credentials: BotCredentials, timeoutMs: number): Promise<string> {
   const url = `${endpoints.loginUrl.replace(/\/+$/, '')}/${encodeURIComponent(credentials.tenantId)}/oauth2/v2.0/token`;
-  const body = new URLSearchParams({
-    grant_type: 'client_credentials',
-    client_id: credentials.appId,
-    client_secret: credentials.appSecret,
-    scope: BOT_SCOPE,
-  });
+  const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: credentials.appId, scope: BOT_SCOPE });
+  const { credential } = credentials;
+  if (credential.type === 'secret') body.set('client_secret', credential.secret);
+  else {
+    body.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+    body.set('client_assertion', await clientAssertion(url, credentials.appId, credential));
+  }
   let response: Response;
   try {
     response = await fetch(url, { method: 'POST', body, signal: AbortSignal.timeout(timeoutMs) });
@@ -64,6 +73,29 @@ export async function botToken(endpoints: TeamsEndpoints, credentials: BotCreden
     throw new TeamsCallError(`Entra refused the bot's credentials: ${reason}`, response.status, true);
   }
   return answer.access_token;
+}
+
+/**
+ * The signed JWT by which a certificate credential asks Entra for a token: PS256 over the token
+ * endpoint as audience, the app as issuer and subject, naming the certificate by its SHA-256
+ * thumbprint (`x5t#S256`), as Microsoft identity platform's certificate credentials require.
+ */
+async function clientAssertion(tokenUrl: string, appId: string, credential: { certificate: string; privateKey: string }): Promise<string> {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'PS256', typ: 'JWT', 'x5t#S256': certificateThumbprint(credential.certificate).toString('base64url') })
+    .setAudience(tokenUrl)
+    .setIssuer(appId)
+    .setSubject(appId)
+    .setJti(randomUUID())
+    .setNotBefore('0s')
+    .setIssuedAt()
+    .setExpirationTime(`${ASSERTION_LIFETIME_SECONDS}s`)
+    .sign(createPrivateKey(credential.privateKey));
+}
+
+/** The SHA-256 thumbprint of a PEM certificate: the hash of its DER bytes. */
+export function certificateThumbprint(certificatePem: string): Buffer {
+  return createHash('sha256').update(new X509Certificate(certificatePem).raw).digest();
 }
 
 /** The bot of one organization, posting and replacing cards through the Bot Connector (the SDK's client). */

@@ -1,8 +1,9 @@
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import type { ILogger } from '@microsoft/teams.common';
 import { decodeJwtPayload, JwtValidator } from '@microsoft/teams.apps/dist/middleware/auth/jwt-validator.js';
 import type { Database } from '../../data/database.js';
 import type { SealedColumns } from '../../data/sealed-columns.js';
-import { DependencyUnavailableError, NotFoundError, ValidationError } from '../../lib/errors.js';
+import { DependencyUnavailableError, NotFoundError, ValidationError, type FieldError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { TeamsIntegration } from '../../generated/prisma/client.js';
@@ -11,7 +12,7 @@ import { appendAuditEvents } from '../audit/audit-store.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import { TEAMS_INTEGRATION_COLUMNS } from './teams-columns.js';
-import { botToken, TeamsBot, TeamsCallError, type TeamsEndpoints } from './teams-connector.js';
+import { botToken, certificateThumbprint, TeamsBot, TeamsCallError, type BotCredential, type TeamsEndpoints } from './teams-connector.js';
 import type { TeamsIntegrationInput, TeamsIntegrationView } from './teams-schemas.js';
 
 /** Calls from jobs may take their time; a call made while Teams waits for the answer to a press may not. */
@@ -37,13 +38,16 @@ export interface TeamsOptions extends TeamsEndpoints {
 }
 
 /** Each sealed value is bound to its organization and field: copied elsewhere, it does not open. */
-const sealContext = (orgId: string) => `teams:${orgId}:appSecret`;
+const sealContext = (orgId: string, field: 'appSecret' | 'appCertificate') => `teams:${orgId}:${field}`;
 
-/** The sealed column of a connection, for `secrets:reseal`. */
+/** The sealed columns of a connection, for `secrets:reseal`. */
 export const teamsSecretColumns: SealedColumns = {
   table: 'teams_integrations',
   key: TEAMS_INTEGRATION_COLUMNS.orgId,
-  columns: [{ name: TEAMS_INTEGRATION_COLUMNS.appSecret, context: (row) => sealContext(row.orgId) }],
+  columns: [
+    { name: TEAMS_INTEGRATION_COLUMNS.appSecret, context: (row) => sealContext(row.orgId, 'appSecret') },
+    { name: TEAMS_INTEGRATION_COLUMNS.appCertificate, context: (row) => sealContext(row.orgId, 'appCertificate') },
+  ],
 };
 
 /**
@@ -68,17 +72,32 @@ export class TeamsService {
         'Teams cannot be connected: SECRETS_ENCRYPTION_KEY is not set, and the app secret must not be stored unsealed.',
       );
     }
+    const credential: BotCredential = input.certificate
+      ? { type: 'certificate', ...input.certificate }
+      : { type: 'secret', secret: input.appSecret! };
+    if (credential.type === 'certificate') {
+      const problems = certificateProblems(credential);
+      if (problems.length > 0) throw new ValidationError(problems);
+    }
     try {
-      await botToken(this.options, input, JOB_CALL_TIMEOUT_MS);
+      await botToken(this.options, { appId: input.appId, tenantId: input.tenantId, credential }, JOB_CALL_TIMEOUT_MS);
     } catch (error) {
       if (error instanceof TeamsCallError && error.status !== null) {
-        throw new ValidationError([{ path: 'appSecret', message: error.message }]);
+        throw new ValidationError([{ path: credential.type === 'secret' ? 'appSecret' : 'certificate', message: error.message }]);
       }
       throw new DependencyUnavailableError(`${(error as Error).message}; try again.`);
     }
     const fields = {
       appId: input.appId,
-      appSecret: secrets.seal(input.appSecret, sealContext(tenant.orgId)),
+      ...(credential.type === 'secret'
+        ? { appSecret: secrets.seal(credential.secret, sealContext(tenant.orgId, 'appSecret')), appCertificate: null }
+        : {
+            appSecret: null,
+            appCertificate: secrets.seal(
+              JSON.stringify({ certificate: credential.certificate, privateKey: credential.privateKey }),
+              sealContext(tenant.orgId, 'appCertificate'),
+            ),
+          }),
       tenantId: input.tenantId,
       teamId: input.teamId,
       channelId: input.channelId,
@@ -94,13 +113,13 @@ export class TeamsService {
       return saved;
     });
     this.afterCommit.outboxSignal.notify();
-    return toView(integration);
+    return this.toView(integration);
   }
 
   async view(orgId: string): Promise<TeamsIntegrationView> {
     const integration = await this.db.teamsIntegration.findUnique({ where: { orgId } });
     if (!integration) throw notConnected();
-    return toView(integration);
+    return this.toView(integration);
   }
 
   async disconnect(tenant: Tenant): Promise<void> {
@@ -178,15 +197,36 @@ export class TeamsService {
   }
 
   private toConnection(integration: TeamsIntegration, timeoutMs: number): TeamsConnection {
-    const appSecret = this.options.secrets!.open(integration.appSecret, sealContext(integration.orgId));
+    const credentials = { appId: integration.appId, tenantId: integration.tenantId, credential: this.credentialOf(integration) };
     return {
       orgId: integration.orgId,
       appId: integration.appId,
       tenantId: integration.tenantId,
       teamId: integration.teamId,
       channelId: integration.channelId,
-      bot: new TeamsBot(this.options, { appId: integration.appId, appSecret, tenantId: integration.tenantId }, timeoutMs),
+      bot: new TeamsBot(this.options, credentials, timeoutMs),
     };
+  }
+
+  /** The connection as the API shows it: a certificate by its thumbprint and expiry, no secret or key. */
+  private toView(integration: TeamsIntegration): TeamsIntegrationView {
+    return {
+      appId: integration.appId,
+      tenantId: integration.tenantId,
+      teamId: integration.teamId,
+      channelId: integration.channelId,
+      credential: integration.appSecret !== null ? { type: 'secret' } : credentialView(this.credentialOf(integration)),
+      connectedAt: integration.connectedAt.toISOString(),
+    };
+  }
+
+  private credentialOf(integration: TeamsIntegration): BotCredential {
+    const secrets = this.options.secrets!;
+    if (integration.appSecret !== null) {
+      return { type: 'secret', secret: secrets.open(integration.appSecret, sealContext(integration.orgId, 'appSecret')) };
+    }
+    const opened = secrets.open(integration.appCertificate!, sealContext(integration.orgId, 'appCertificate'));
+    return { type: 'certificate', ...(JSON.parse(opened) as { certificate: string; privateKey: string }) };
   }
 }
 
@@ -209,14 +249,45 @@ function notConnected(): NotFoundError {
   return new NotFoundError('No Microsoft Teams bot is connected to this organization.');
 }
 
-function toView(integration: TeamsIntegration): TeamsIntegrationView {
+function credentialView(credential: BotCredential): TeamsIntegrationView['credential'] {
+  if (credential.type === 'secret') return { type: 'secret' };
   return {
-    appId: integration.appId,
-    tenantId: integration.tenantId,
-    teamId: integration.teamId,
-    channelId: integration.channelId,
-    connectedAt: integration.connectedAt.toISOString(),
+    type: 'certificate',
+    thumbprintSha256: certificateThumbprint(credential.certificate).toString('hex').toUpperCase(),
+    expiresAt: new Date(new X509Certificate(credential.certificate).validTo).toISOString(),
   };
+}
+
+/**
+ * What Entra would refuse of a certificate credential, said before asking it: the certificate and
+ * the key must read, the key must be RSA (Entra's certificate credentials are) and the
+ * certificate's own, and the certificate valid now.
+ */
+function certificateProblems(credential: { certificate: string; privateKey: string }): FieldError[] {
+  let certificate: X509Certificate;
+  let privateKey: KeyObject;
+  try {
+    certificate = new X509Certificate(credential.certificate);
+  } catch {
+    return [{ path: 'certificate.certificate', message: 'certificate.certificate is not a readable X.509 certificate' }];
+  }
+  try {
+    privateKey = createPrivateKey(credential.privateKey);
+  } catch {
+    return [{ path: 'certificate.privateKey', message: 'certificate.privateKey is not a readable unencrypted private key' }];
+  }
+  if (privateKey.asymmetricKeyType !== 'rsa') {
+    return [{ path: 'certificate.privateKey', message: `certificate.privateKey must be an RSA key, not ${privateKey.asymmetricKeyType}` }];
+  }
+  if (!certificate.checkPrivateKey(privateKey)) {
+    return [{ path: 'certificate.privateKey', message: 'certificate.privateKey is not the key of certificate.certificate' }];
+  }
+  const now = Date.now();
+  if (Date.parse(certificate.validFrom) > now || Date.parse(certificate.validTo) <= now) {
+    const validity = `${new Date(certificate.validFrom).toISOString()} to ${new Date(certificate.validTo).toISOString()}`;
+    return [{ path: 'certificate.certificate', message: `certificate.certificate is valid from ${validity}, not now` }];
+  }
+  return [];
 }
 
 function integrationEvent(

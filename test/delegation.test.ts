@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChain } from './support/audit-chain.js';
+import { createMember, type TestMember } from './support/members.js';
+import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
+
+let env: TestEnv;
+let org: TestOrg;
+let alice: TestMember;
+let bob: TestMember;
+let dave: TestMember;
+let vic: TestMember;
+
+const hours = (count: number) => new Date(Date.now() + count * 3600_000).toISOString();
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  org = await env.createOrg();
+  [alice, bob, dave, vic] = await Promise.all([
+    createMember(env, org, 'reviewer', 'alice@acme.test'),
+    createMember(env, org, 'reviewer', 'bob@acme.test'),
+    createMember(env, org, 'reviewer', 'dave@acme.test'),
+    createMember(env, org, 'viewer', 'vic@acme.test'),
+  ]);
+  // Only Alice decides these; Dave is a reviewer, but not one the policy names.
+  await org
+    .request('put', '/v1/policies/alice-only')
+    .send({ reviewers: { roles: [], members: [alice.email] } })
+    .expect(200);
+  await org
+    .request('put', '/v1/policies/alice-and-bob')
+    .send({ reviewers: { roles: [], members: [alice.email, bob.email] }, quorum: 2 })
+    .expect(200);
+}, 120_000);
+
+afterAll(async () => {
+  await env?.close();
+});
+
+async function pending(policyKey: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const res = await org
+    .request('post', '/v1/approvals')
+    .send({ action: 'pay', payload: { amount: 10 }, policyKey, ...extra })
+    .expect(201);
+  return res.body.id as string;
+}
+
+const decide = (member: TestMember, id: string, verdict = 'approved') =>
+  member.request('post', `/v1/approvals/${id}/decision`).send({ verdict });
+
+const delegate = (member: TestMember, delegation: Record<string, unknown>) =>
+  member.request('put', '/v1/members/me/delegation').send(delegation);
+
+describe('a delegate decides in the place of a member who is away', () => {
+  it('decides only while the delegation runs, and only what the member could, as themself', async () => {
+    const before = await pending('alice-only');
+    expect((await decide(dave, before)).body.code).toBe('not_a_reviewer');
+
+    const set = await delegate(alice, { delegateId: dave.id, endsAt: hours(24) }).expect(200);
+    expect(set.body.delegation).toEqual({ delegateId: dave.id, startsAt: null, endsAt: expect.stringMatching(/Z$/) });
+    // Dave now sees it among what he may decide, and decides it; the vote is his.
+    const decidable = await dave.request('get', '/v1/approvals?decidable=true').expect(200);
+    expect(decidable.body.approvals.map((approval: { id: string }) => approval.id)).toContain(before);
+    expect((await decide(dave, before).expect(200)).body).toMatchObject({ status: 'approved' });
+    const chain = await readChain(env.services.db, org.orgId);
+    const decided = chain.find((event) => event.type === 'approval.approved' && event.data.approvalId === before)!;
+    expect(JSON.stringify(decided)).toContain(dave.id);
+
+    // Not on another policy Alice is not named by, and not on a request made on Alice's behalf.
+    await org
+      .request('put', '/v1/policies/bob-only')
+      .send({ reviewers: { roles: [], members: [bob.email] } })
+      .expect(200);
+    expect((await decide(dave, await pending('bob-only')).expect(403)).body.code).toBe('not_a_reviewer');
+    const forAlice = await pending('alice-and-bob', { onBehalfOf: alice.email });
+    expect((await decide(dave, forAlice).expect(403)).body.code).toBe('not_a_reviewer');
+
+    // A delegation that starts tomorrow lets nobody in today; one ended lets nobody in at all.
+    await delegate(alice, { delegateId: dave.id, startsAt: hours(24), endsAt: hours(48) }).expect(200);
+    expect((await decide(dave, await pending('alice-only')).expect(403)).body.code).toBe('not_a_reviewer');
+    const ended = await alice.request('delete', '/v1/members/me/delegation').expect(200);
+    expect(ended.body.delegation).toBeNull();
+    expect((await decide(dave, await pending('alice-only')).expect(403)).body.code).toBe('not_a_reviewer');
+  });
+
+  it('runs out by itself at endsAt', async () => {
+    const id = await pending('alice-only');
+    await delegate(alice, { delegateId: dave.id, endsAt: new Date(Date.now() + 1_500).toISOString() }).expect(200);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect((await decide(dave, id).expect(403)).body.code).toBe('not_a_reviewer');
+    const me = await org.request('get', '/v1/members').expect(200);
+    expect(me.body.members.find((member: { id: string }) => member.id === alice.id).delegation).toBeNull();
+  });
+
+  it('keeps four eyes: a delegate who is also a reviewer votes once, as one person, however many requests race', async () => {
+    await delegate(alice, { delegateId: bob.id, endsAt: hours(1) }).expect(200);
+    const id = await pending('alice-and-bob');
+    const answers = await Promise.all(Array.from({ length: 12 }, () => decide(bob, id)));
+    expect(answers.map((res) => res.status).sort()).toEqual([200, ...Array<number>(11).fill(409)]);
+    expect((await org.request('get', `/v1/approvals/${id}`).expect(200)).body.status).toBe('pending');
+    await alice.request('delete', '/v1/members/me/delegation').expect(200);
+  });
+
+  it('is among the members told of a request (mail, push, reminders), as the member is', async () => {
+    await delegate(alice, { delegateId: dave.id, endsAt: hours(1) }).expect(200);
+    const id = await pending('alice-only');
+    const told = await env.services.notifications.entitledMembers(org.orgId, id, 'email');
+    expect(told.map((member) => member.email).sort()).toEqual([alice.email, dave.email]);
+    await alice.request('delete', '/v1/members/me/delegation').expect(200);
+  });
+});
+
+describe('setting a delegation', () => {
+  it('is audited, and an admin may set or end one for a member', async () => {
+    const set = await org
+      .request('put', `/v1/members/${alice.id}/delegation`)
+      .send({ delegateId: bob.id, endsAt: hours(2) })
+      .expect(200);
+    expect(set.body.delegation.delegateId).toBe(bob.id);
+    await org.request('delete', `/v1/members/${alice.id}/delegation`).expect(200);
+    const chain = await readChain(env.services.db, org.orgId);
+    const changes = chain.filter((event) => event.type === 'member.updated' && 'delegation' in event.data).map((event) => event.data);
+    expect(changes.at(-2)).toMatchObject({ memberId: alice.id, delegation: { delegateId: bob.id, delegateEmail: bob.email } });
+    expect(changes.at(-1)).toMatchObject({ memberId: alice.id, delegation: null });
+  });
+
+  it('refuses, naming the field, a viewer on either side, oneself, a stranger, and a period not ahead or too long', async () => {
+    const other = await env.createOrg();
+    const stranger = await createMember(env, other, 'reviewer');
+    const cases: [TestMember, Record<string, unknown>, string, RegExp][] = [
+      [vic, { delegateId: dave.id, endsAt: hours(1) }, 'delegateId', /A viewer decides nothing/],
+      [alice, { delegateId: vic.id, endsAt: hours(1) }, 'delegateId', /A viewer cannot decide/],
+      [alice, { delegateId: alice.id, endsAt: hours(1) }, 'delegateId', /their own delegate/],
+      [alice, { delegateId: stranger.id, endsAt: hours(1) }, 'delegateId', /not a member of this organization/],
+      [alice, { delegateId: dave.id, endsAt: hours(-1) }, 'endsAt', /in the future/],
+      [alice, { delegateId: dave.id, startsAt: hours(5), endsAt: hours(4) }, 'endsAt', /after startsAt/],
+      [alice, { delegateId: dave.id, endsAt: hours(366 * 24) }, 'endsAt', /at most 365 days/],
+      [alice, { delegateId: 'dave', endsAt: 'tomorrow' }, 'delegateId', /uuid|UUID/],
+    ];
+    for (const [member, body, path, message] of cases) {
+      const res = await delegate(member, body);
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(res.body.errors).toContainEqual({ path, message: expect.stringMatching(message) });
+    }
+    expect(
+      (await org.request('get', '/v1/members').expect(200)).body.members.every(
+        (member: { delegation: unknown }) => member.delegation === null,
+      ),
+    ).toBe(true);
+  });
+
+  it("refuses another member's delegation without members:write, a session without its CSRF token, and a key for `me`", async () => {
+    await alice
+      .request('put', `/v1/members/${bob.id}/delegation`)
+      .send({ delegateId: dave.id, endsAt: hours(1) })
+      .expect(403);
+    await alice.agent
+      .put('/v1/members/me/delegation')
+      .send({ delegateId: dave.id, endsAt: hours(1) })
+      .expect(403);
+    const byKey = await org.request('put', '/v1/members/me/delegation').send({ delegateId: dave.id, endsAt: hours(1) });
+    expect([401, 403]).toContain(byKey.status);
+    await org
+      .request('put', `/v1/members/${crypto.randomUUID()}/delegation`)
+      .send({ delegateId: dave.id, endsAt: hours(1) })
+      .expect(404);
+    const members = (await org.request('get', '/v1/members').expect(200)).body.members as { delegation: unknown }[];
+    expect(members.every((member) => member.delegation === null)).toBe(true);
+  });
+});
