@@ -231,6 +231,22 @@ describe('a request through stages', () => {
     ]);
   });
 
+  it("lets a member's delegate decide in the stage that names the member, and in no other", async () => {
+    const endsAt = new Date(Date.now() + 3_600_000).toISOString();
+    await controller.request('put', '/v1/members/me/delegation').send({ delegateId: auditor.id, endsAt }).expect(200);
+    try {
+      const { id } = await request('lead-then-finance');
+      await vote(auditor, id).expect(403); // stage 1 names the lead, whose delegate the auditor is not
+      await vote(lead, id).expect(200);
+      await vote(finance, id).expect(200);
+      const approved = await vote(auditor, id).expect(200);
+      expect(approved.body).toMatchObject({ status: 'approved', decidedBy: { id: auditor.id } });
+      expect(approved.body.votes.map((cast: { stage: number }) => cast.stage)).toEqual([1, 2, 2]);
+    } finally {
+      await controller.request('delete', '/v1/members/me/delegation').expect(200);
+    }
+  });
+
   it('refuses an edited payload when more than one stage must approve it', async () => {
     const { id } = await request('lead-then-finance');
     const res = await vote(lead, id, { verdict: 'approved', editedPayload: { amount: 1 } }).expect(422);
