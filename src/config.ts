@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { redisTargetSchema } from './lib/redis.js';
+import { redisTargetSchema } from './lib/redis-target.js';
 import { parseSigningKey } from './lib/signing-key.js';
 import { validate } from './lib/validation.js';
 
@@ -242,8 +242,13 @@ function parseEnvironment<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv
   // An empty variable means unset, as compose files and .env templates write optional ones.
   const result = validate(schema, Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')), 'environment');
   if (!result.success) {
-    // Each message names its variable: "PORT must be an integer from 0 to 65535".
-    throw new ConfigError(`Invalid environment configuration:\n${result.errors.map((error) => `  ${error.message}`).join('\n')}`);
+    // Each message names its variable: "PORT must be an integer from 0 to 65535". One problem is one line.
+    const problems = result.errors.map((error) => error.message);
+    throw new ConfigError(
+      problems.length === 1
+        ? `Invalid environment configuration: ${problems[0]}`
+        : `Invalid environment configuration:\n${problems.map((problem) => `  ${problem}`).join('\n')}`,
+    );
   }
   return result.data;
 }

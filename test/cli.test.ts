@@ -89,6 +89,49 @@ describe('bootstrap CLI', () => {
     expect((failed as { stderr: string }).stderr).toMatch(/No organization with id 'x'/);
   });
 
+  it("runs the common commands without loading Prisma's query compiler, which a key:attribute does load", async () => {
+    // Reports every module the process resolves whose path names Prisma's query compiler.
+    const reportCompiler = `data:text/javascript,${encodeURIComponent(
+      `import { registerHooks } from 'node:module';
+       registerHooks({ resolve(specifier, context, next) {
+         const resolved = next(specifier, context);
+         if (resolved.url.includes('query_compiler')) process.stderr.write('loaded ' + resolved.url + '\\n');
+         return resolved;
+       } });`,
+    )}`;
+    const command = async (...args: string[]) => {
+      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', '--import', reportCompiler, 'src/cli/index.ts', ...args], {
+        env: { ...process.env, DATABASE_URL: env.config.DATABASE_URL },
+      });
+      return { output: JSON.parse(stdout) as Record<string, string>, compilerLoaded: stderr.includes('loaded ') };
+    };
+    const created = await command('org:create', '--name', 'Lean', '--plan', 'pro');
+    const orgId = created.output.orgId!;
+    const key = await command('key:create', '--org', orgId, '--scopes', 'approvals:read');
+    const member = await command('member:create', '--org', orgId, '--email', 'lean@acme.test', '--role', 'admin');
+    const plan = await command('org:plan', '--org', orgId, '--plan', 'free');
+    const attributed = await command('key:create', '--org', orgId, '--scopes', 'approvals:read');
+    await env.services.db.apiKey.update({ where: { id: attributed.output.id! }, data: { ownerUnknown: true } });
+    const attribution = await command('key:attribute', '--org', orgId, '--id', attributed.output.id!, '--service');
+    const revoked = await command('key:revoke', '--id', key.output.id!);
+    expect(revoked.output).toMatchObject({ id: key.output.id, revokedAt: expect.any(String) });
+    expect(member.output.inviteUrl).toMatch(/\/console\/invite\//);
+    expect(
+      Object.fromEntries(Object.entries({ created, key, member, plan, revoked }).map(([name, result]) => [name, result.compilerLoaded])),
+    ).toEqual({ created: false, key: false, member: false, plan: false, revoked: false });
+    expect(attribution.compilerLoaded).toBe(true);
+  });
+
+  it('names a DATABASE_URL that is no URL in one line, without a stack trace', async () => {
+    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'org:create', '--name', 'x', '--plan', 'pro'], {
+      env: { ...process.env, DATABASE_URL: 'approval_gate on localhost' },
+    }).catch((error: { code: number; stdout: string; stderr: string }) => error);
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    expect((failed as { stderr: string }).stderr.trimEnd().split('\n')).toEqual([
+      'Invalid environment configuration: DATABASE_URL must be a URL',
+    ]);
+  });
+
   it.each([
     [
       'a database that does not exist',

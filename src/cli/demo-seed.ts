@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { redactedRedisUrl } from '../lib/redis.js';
+import { redactedRedisUrl } from '../lib/redis-target.js';
 import type { Services } from '../services.js';
 import { SCOPES, type Scope, type Tenant } from '../modules/orgs/tenant.js';
 import { policyDocumentSchema } from '../modules/policies/policy-schemas.js';

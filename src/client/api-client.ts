@@ -18,6 +18,7 @@ import type {
   MemberCreateInput,
   MemberList,
   MemberSelfUpdateInput,
+  DelegationInput,
   MemberUpdateInput,
   MemberView,
   PolicyDocumentInput,
@@ -195,6 +196,11 @@ export function createApiClient({ baseUrl = '', apiKey, fetch: fetchImpl = globa
       update: (id: string, patch: MemberUpdateInput) => request<MemberView>('PATCH', `/v1/members/${segment(id)}`, { body: patch }),
       remove: (id: string) => request<void>('DELETE', `/v1/members/${segment(id)}`),
       updateSelf: (patch: MemberSelfUpdateInput) => request<MemberView>('PATCH', '/v1/members/me', { body: patch }),
+      /** Names who decides in your place until `endsAt`; `null` ends it. */
+      delegate: (delegation: DelegationInput | null) =>
+        delegation
+          ? request<MemberView>('PUT', '/v1/members/me/delegation', { body: delegation })
+          : request<MemberView>('DELETE', '/v1/members/me/delegation'),
     },
   };
 }

@@ -34,6 +34,7 @@ export type MemberCreateInput = In<typeof members.memberCreateSchema>;
 export type MemberCreated = Out<typeof members.memberCreatedSchema>;
 export type MemberUpdateInput = In<typeof members.memberUpdateSchema>;
 export type MemberSelfUpdateInput = In<typeof members.memberSelfUpdateSchema>;
+export type DelegationInput = In<typeof members.delegationInputSchema>;
 export type SignInInput = In<typeof members.signInSchema>;
 export type InviteAcceptInput = In<typeof members.inviteAcceptSchema>;
 export type InvitePreviewInput = In<typeof members.invitePreviewInputSchema>;

@@ -204,6 +204,36 @@ describe('the live inbox', () => {
     await row('live-expires').waitFor({ state: 'detached', timeout: new Date(expiring.expiresAt).getTime() + 2000 - Date.now() });
     await context.close();
   });
+
+  it("shows the first page as it arrives, while the read the stream's opening asks for is still on its way", async () => {
+    const { org, reviewer } = await organization();
+    await createApproval(org, 'first-page-early');
+    const { context, page } = await signIn(browser, env, reviewer);
+    // The inbox's reads, on a fresh load of the console: the first page (sent as the bundle starts)
+    // is held until the stream has opened and asked again, and that second read is held throughout.
+    let reads = 0;
+    let streamReadSent!: () => void;
+    const streamRead = new Promise<void>((resolve) => (streamReadSent = resolve));
+    let releaseStreamRead!: () => void;
+    const streamReadReleased = new Promise<void>((resolve) => (releaseStreamRead = resolve));
+    await page.route(
+      (url) => url.pathname === '/v1/approvals' && url.searchParams.get('status') === 'pending',
+      async (route) => {
+        const read = ++reads;
+        if (read === 1) await streamRead;
+        else if (read === 2) {
+          streamReadSent();
+          await streamReadReleased;
+        }
+        await route.continue().catch(() => undefined);
+      },
+    );
+    await page.goto('/console/');
+    await page.getByRole('list', { name: 'Pending approvals' }).getByRole('link', { name: 'first-page-early', exact: true }).waitFor();
+    expect(reads).toBe(2);
+    releaseStreamRead();
+    await context.close();
+  });
 });
 
 describe('deciding', () => {

@@ -1,11 +1,10 @@
 import { useState } from 'react';
 import { Link } from 'react-router';
-import type { PolicyDocumentInput, PolicyReplay } from '../../client/api-types';
+import type { PolicyReplay } from '../../client/api-types';
 import { api } from '../api';
-import { useAction } from '../hooks/use-resource';
+import { useDraftRequest, type DraftPanelProps } from '../hooks/use-draft-request';
 import { localInputToIso } from '../lib/datetime-input';
 import { countOf } from '../lib/format';
-import { DRAFT_PREFIX, draftErrorsOf, type FieldError } from '../lib/policy-draft';
 import { DataTable } from './data-table';
 import { ProblemMessage } from './problem-message';
 
@@ -21,41 +20,23 @@ function whyText(example: Example): string {
  * (`POST /v1/policies/:key/replay`): how many would get another outcome, and which, each linked
  * to its request. Nothing is created or changed. Errors in the draft go back to the editor.
  */
-export function PolicyReplayPanel({
-  policyKey,
-  document,
-  onDraftRefused,
-}: {
-  policyKey: string;
-  document(): PolicyDocumentInput;
-  onDraftRefused(errors: FieldError[]): void;
-}) {
+export function PolicyReplayPanel({ policyKey, document, onDraftRefused }: DraftPanelProps) {
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const [limit, setLimit] = useState('1000');
-  const [result, setResult] = useState<PolicyReplay | null>(null);
-  const [draftRefused, setDraftRefused] = useState(false);
-  const replay = useAction(async () => {
-    setResult(null);
-    setDraftRefused(false);
-    onDraftRefused([]);
-    try {
-      setResult(
-        await api.policies.replay(policyKey, {
-          policy: document(),
-          from: localInputToIso(from),
-          to: localInputToIso(to),
-          // What is not a number goes as typed, for the API to name the field.
-          limit: limit.trim() === '' ? undefined : Number(limit),
-        }),
-      );
-    } catch (error) {
-      const { errors, onlyDraft } = draftErrorsOf(error, DRAFT_PREFIX);
-      onDraftRefused(errors);
-      setDraftRefused(onlyDraft);
-      if (!onlyDraft) throw error;
-    }
-  });
+  const {
+    result,
+    draftRefused,
+    action: replay,
+  } = useDraftRequest(onDraftRefused, () =>
+    api.policies.replay(policyKey, {
+      policy: document(),
+      from: localInputToIso(from),
+      to: localInputToIso(to),
+      // What is not a number goes as typed, for the API to name the field.
+      limit: limit.trim() === '' ? undefined : Number(limit),
+    }),
+  );
   return (
     <form className="panel stack" onSubmit={replay.submit} aria-labelledby="replay-title">
       <h2 id="replay-title">Replay against past requests</h2>

@@ -1,9 +1,7 @@
 import { useState } from 'react';
-import type { PolicyDocumentInput, PolicyEvaluation } from '../../client/api-types';
 import { api } from '../api';
-import { useAction } from '../hooks/use-resource';
+import { useDraftRequest, type DraftPanelProps } from '../hooks/use-draft-request';
 import { parsePayload } from '../lib/json-edit';
-import { DRAFT_PREFIX, draftErrorsOf, type FieldError } from '../lib/policy-draft';
 import { ProblemMessage } from './problem-message';
 
 /**
@@ -11,48 +9,30 @@ import { ProblemMessage } from './problem-message';
  * would a new request (`POST /v1/policies/:key/evaluate`), and nothing is created. Errors in the
  * draft itself go back to the editor, to be shown on the rule they name.
  */
-export function PolicyTryPanel({
-  policyKey,
-  document,
-  onDraftRefused,
-}: {
-  policyKey: string;
-  document(): PolicyDocumentInput;
-  onDraftRefused(errors: FieldError[]): void;
-}) {
+export function PolicyTryPanel({ policyKey, document, onDraftRefused }: DraftPanelProps) {
   const [action, setAction] = useState('refund');
   const [agent, setAgent] = useState('');
   const [payload, setPayload] = useState('{\n  "amount": 50\n}');
   const [context, setContext] = useState('');
-  const [result, setResult] = useState<PolicyEvaluation | null>(null);
   const parsedPayload = parsePayload(payload);
   const parsedContext = context.trim() ? parsePayload(context) : null;
   const valid = parsedPayload.ok && (parsedContext === null || parsedContext.ok);
 
-  const [draftRefused, setDraftRefused] = useState(false);
-  const evaluate = useAction(async () => {
-    if (!parsedPayload.ok || (parsedContext && !parsedContext.ok)) return;
-    setResult(null);
-    setDraftRefused(false);
-    onDraftRefused([]);
-    try {
-      setResult(
-        await api.policies.evaluate(policyKey, {
+  const {
+    result,
+    draftRefused,
+    action: evaluate,
+  } = useDraftRequest(onDraftRefused, () =>
+    !parsedPayload.ok || (parsedContext && !parsedContext.ok)
+      ? null
+      : api.policies.evaluate(policyKey, {
           action,
           payload: parsedPayload.value,
           ...(agent.trim() ? { agent: agent.trim() } : {}),
           ...(parsedContext ? { context: parsedContext.value } : {}),
           policy: document(),
         }),
-      );
-    } catch (error) {
-      const { errors, onlyDraft } = draftErrorsOf(error, DRAFT_PREFIX);
-      onDraftRefused(errors);
-      // Errors of the draft alone are shown on its fields, above; anything else here.
-      setDraftRefused(onlyDraft);
-      if (!onlyDraft) throw error;
-    }
-  });
+  );
   return (
     <form className="panel stack" onSubmit={evaluate.submit} aria-labelledby="try-title">
       <h2 id="try-title">Try against a sample request</h2>

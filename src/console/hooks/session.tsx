@@ -3,6 +3,7 @@ import { ApiError } from '../../client/api-client';
 import type { Scope, SessionView } from '../../client/api-types';
 import { ROLE_SCOPES } from '../../modules/orgs/tenant';
 import { api } from '../api';
+import { initialSession } from '../lib/initial-session';
 
 type SessionState = { status: 'loading' } | { status: 'signed-out'; notice?: string } | { status: 'signed-in'; session: SessionView };
 
@@ -15,9 +16,6 @@ interface SessionContextValue {
 }
 
 const SessionContext = createContext<SessionContextValue | null>(null);
-
-/** Asked for as soon as the bundle runs, before React's first render: every page waits on it. */
-const initialSession = api.session.current();
 
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [state, setState] = useState<SessionState>({ status: 'loading' });

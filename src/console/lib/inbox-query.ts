@@ -39,10 +39,11 @@ export function rememberScope(scope: InboxScope): void {
 }
 
 /**
- * The inbox's first page, asked for as this bundle starts when the console opens on the inbox,
- * beside the session (hooks/session.tsx) instead of after it and after React's first render: the
- * rows then wait for one request, not two in turn. Taken once, and only by an inbox that asks the
- * same; any other read asks afresh.
+ * The inbox's first page, asked for as the bundle starts when the console opens on the inbox,
+ * beside the session (lib/initial-session.ts) and before React's modules run (main.tsx imports
+ * this module before React), instead of after the session and React's first render: the rows then
+ * wait for one request, which runs while React starts. Taken once, and only by an inbox that asks
+ * the same; any other read asks afresh.
  */
 let early: { scope: InboxScope; page: Promise<ApprovalList> } | null = null;
 if (window.location.pathname.replace(/\/+$/, '') === CONSOLE_BASE) {

@@ -61,16 +61,22 @@ export function InboxPage() {
   const [rejecting, setRejecting] = useState<ApprovalView | null>(null);
   const [notice, setNotice] = useState<{ text: string; alert: boolean } | null>(null);
   const rowLinks = useRef(new Map<string, HTMLAnchorElement>());
-  const latestRefresh = useRef(0);
+  // Reads of the first page, numbered as sent: an answer shows unless a later read's already does,
+  // or it was sent before the scope changed.
+  const refreshesSent = useRef(0);
+  const outdatedUpTo = useRef(0);
   const refreshTimer = useRef<number | undefined>(undefined);
 
   /** Reads the first page again; `keepOlder` keeps the rows loaded below it ("load more"). */
   const refreshHead = useCallback(
     async (keepOlder: boolean) => {
-      const ticket = ++latestRefresh.current;
+      const ticket = ++refreshesSent.current;
       try {
         const page = await (keepOlder ? api.approvals.list(query) : firstInboxPage(scope));
-        if (ticket !== latestRefresh.current) return;
+        // An earlier read still shows while a later one runs: the live stream's opening asks again
+        // as the first page is on its way, and the rows should not wait for both.
+        if (ticket <= outdatedUpTo.current) return;
+        outdatedUpTo.current = ticket;
         setItems((current) => (keepOlder ? withFreshHead(page.approvals, page.nextCursor !== null, current) : page.approvals));
         // Kept rows end where the old cursor points (null: nothing older was left to load).
         setNextCursor((current) => (keepOlder && page.nextCursor !== null ? current : page.nextCursor));
@@ -86,6 +92,7 @@ export function InboxPage() {
   );
 
   useEffect(() => {
+    outdatedUpTo.current = refreshesSent.current;
     void refreshHead(false);
     return () => window.clearTimeout(refreshTimer.current);
   }, [refreshHead]);

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { api } from '../api';
+import { DelegationForm } from '../components/delegation-form';
 import { ProblemMessage } from '../components/problem-message';
 import { PushToggle } from '../components/push-toggle';
 import { useMember } from '../hooks/session';
@@ -46,6 +47,7 @@ export function SettingsPage() {
       <ProblemMessage error={save.error} />
       <h2>Notifications on this device</h2>
       <PushToggle />
+      <DelegationForm member={member} />
     </section>
   );
 }

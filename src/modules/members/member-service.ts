@@ -451,7 +451,12 @@ function keysRevokedWith(reason: 'member.removed' | 'member.updated', tenant: Te
   return keys.map((key) => keyEvent('key.revoked', tenant.actor, key, { memberId: member.id, reason }));
 }
 
-function memberEvent(type: AuditEventType, actor: Actor, member: Member, changes: Record<string, unknown>): AuditEventDraft {
+function memberEvent(
+  type: AuditEventType,
+  actor: Actor,
+  member: Pick<Member, 'id' | 'email'>,
+  changes: Record<string, unknown>,
+): AuditEventDraft {
   return { type, actor, createdAt: new Date(), data: { memberId: member.id, email: member.email, ...changes } };
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Database, DatabaseClient, Sql } from '../../data/database.js';
 import { isUniqueViolation } from '../../data/database-errors.js';
@@ -10,7 +11,7 @@ import {
   type TeamsLinkToken,
 } from '../../generated/prisma/client.js';
 import type { AuditEventDraft } from '../audit/audit-events.js';
-import { appendAuditEvents } from '../audit/audit-store.js';
+import { appendAuditEvents, auditEventsArgument } from '../audit/audit-store.js';
 import { ORGANIZATION_COLUMNS } from '../orgs/org-columns.js';
 import { revokeMemberKeys, type ApiKey } from '../orgs/org-store.js';
 import type { Scope } from '../orgs/tenant.js';
@@ -56,6 +57,7 @@ export const SIGN_IN_ATTEMPT_COLUMNS = {
   reopensAt: 'reopens_at',
 } as const satisfies ColumnMap<SignInAttemptClaim>;
 
+const MEMBER_SELECT = selectList(MEMBER_COLUMNS);
 const MEMBER_ID = Prisma.raw(selectList(pickColumns(MEMBER_COLUMNS, ['id'])));
 const MEMBER_ID_OF_M = Prisma.raw(selectList(pickColumns(qualified('m', MEMBER_COLUMNS), ['id'])));
 /** A Slack link token's identity, and the member who holds that identity now (null when none does). */
@@ -100,14 +102,35 @@ export class MemberStore {
   async create(
     member: Pick<Member, 'orgId' | 'email' | 'emailKey' | 'name' | 'role'>,
     invite: { tokenHash: Uint8Array<ArrayBuffer>; expiresAt: Date },
-    event: (member: Member) => AuditEventDraft,
+    event: (member: Pick<Member, 'id' | 'email' | 'role'>) => AuditEventDraft,
   ): Promise<Member | null> {
+    // One statement on the pool, not Prisma's: `member:create` is a CLI command, and the first
+    // Prisma query of a process loads its query compiler (see OrgStore). The id is made here, so
+    // that the event is written by the same statement.
+    const id = randomUUID();
     try {
-      return await this.db.$transaction(async (tx) => {
-        const created = await tx.member.create({ data: { ...member, invites: { create: invite } } });
-        await appendAuditEvents(tx, member.orgId, [event(created)]);
-        return created;
-      });
+      const [created] = await this.sql.query<Member>(
+        'member-create',
+        `WITH created AS (
+           INSERT INTO members (${MEMBER_COLUMNS.id}, ${MEMBER_COLUMNS.orgId}, ${MEMBER_COLUMNS.email}, ${MEMBER_COLUMNS.emailKey}, ${MEMBER_COLUMNS.name}, ${MEMBER_COLUMNS.role})
+           VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6::"MemberRole")
+           RETURNING ${MEMBER_SELECT}),
+         invite AS (INSERT INTO member_invites (token_hash, member_id, expires_at) SELECT $7::bytea, id, $8::timestamptz FROM created),
+         audit AS (SELECT ag_append_audit_events($2::uuid, $9::jsonb) FROM created)
+         SELECT created.* FROM created CROSS JOIN audit`,
+        [
+          id,
+          member.orgId,
+          member.email,
+          member.emailKey,
+          member.name,
+          member.role,
+          Buffer.from(invite.tokenHash),
+          invite.expiresAt,
+          auditEventsArgument([event({ id, email: member.email, role: member.role })]),
+        ],
+      );
+      return created!;
     } catch (error) {
       if (isUniqueViolation(error)) return null;
       throw error;
