@@ -43,6 +43,15 @@ beforeAll(async () => {
     .request('put', '/v1/policies/admins')
     .send({ reviewers: { roles: ['admin'] } })
     .expect(200);
+  await org
+    .request('put', '/v1/policies/in-turn')
+    .send({
+      stages: [
+        { name: 'Team lead', reviewers: { members: ['alice@acme.test'] } },
+        { name: 'Finance', reviewers: { members: ['bob@acme.test', 'carol@acme.test'] } },
+      ],
+    })
+    .expect(200);
   await org.request('put', '/v1/policies/first-line').send({ timeoutSeconds: 1, onTimeout: 'escalate', escalateTo: 'admins' }).expect(200);
   worker = await startWorkerRuntime(env.services, ['outbox-relay', 'approval-mail', 'approval-expiry']);
 });
@@ -612,5 +621,25 @@ describe('a worker killed while it sends', () => {
       await local.close();
       await flaky.close();
     }
+  });
+});
+
+describe('stages of reviewers', () => {
+  it("mails each stage's reviewers when their stage begins, and only them", async () => {
+    const approval = await requestApproval('in-turn');
+    const first = await eventually(() => (mailsAbout(approval.id).length > 0 ? mailsAbout(approval.id) : null));
+    expect(first.map((mail) => mail.to)).toEqual([[alice.email]]);
+    expect(first[0]!.subject).toBe('Approval needed: refund · Stage 1 (Team lead)');
+
+    await alice.request('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200);
+    const all = await eventually(() => (mailsAbout(approval.id).length >= 3 ? mailsAbout(approval.id) : null));
+    expect(all.flatMap((mail) => mail.to).sort()).toEqual([alice.email, bob.email, carol.email].sort());
+    const finance = mailTo(approval.id, bob);
+    expect(finance.subject).toBe('Approval needed: refund · Stage 2 (Finance)');
+    expect(finance.text).toContain('The reviewers of stage 1 approved "refund"');
+    // Its links decide in stage 2.
+    await confirmLink(env, linksOf(finance.text).approve);
+    expect(await approvalState(approval.id)).toMatchObject({ status: 'approved' });
+    expect(mailsAbout(approval.id)).toHaveLength(3);
   });
 });

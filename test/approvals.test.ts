@@ -45,6 +45,7 @@ describe('POST /v1/approvals', () => {
       'receipt',
       'revision',
       'revisions',
+      'stage',
       'status',
       'votes',
     ]);
@@ -53,6 +54,7 @@ describe('POST /v1/approvals', () => {
       policyKey: 'refunds',
       decidedBy: { type: 'policy', id: 'refunds' },
       quorum: 1,
+      stage: null,
       votes: [],
     });
     expect(res.body.decidedAt).toBe(res.body.createdAt);

@@ -65,6 +65,15 @@ beforeAll(async () => {
   await org.request('put', '/v1/policies/two-eyes').send({ quorum: 2 }).expect(200);
   await org.request('put', '/v1/policies/brief').send({ timeoutSeconds: 1 }).expect(200);
   await org
+    .request('put', '/v1/policies/in-turn')
+    .send({
+      stages: [
+        { name: 'Team lead', reviewers: { members: ['bob@acme.test'] } },
+        { name: 'Finance', reviewers: { members: ['carol@acme.test'] } },
+      ],
+    })
+    .expect(200);
+  await org
     .request('put', '/v1/policies/no-chat')
     .send({ channels: ['api', 'console', 'email'] })
     .expect(200);
@@ -237,6 +246,26 @@ describe('pending requests in Slack', () => {
     );
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(slack.of('chat.postMessage').filter((call) => textOf(call).includes(kept.id) || textOf(call).includes(auto.id))).toEqual([]);
+  });
+});
+
+describe('stages of reviewers in Slack', () => {
+  it('shows the current stage, follows the request to its next stage, and lets only that stage decide', async () => {
+    const approval = await requestApproval('in-turn');
+    const posted = await postedFor(approval.id);
+    expect(textOf(posted)).toContain('*Stage:* 1 (Team lead)');
+    const ts = await eventually(async () => (await env.services.notifications.postedSlackMessages(approval.id))[0]?.slackTs);
+
+    // Carol decides stage 2 only: her press in stage 1 decides nothing.
+    await interact(buttonPress('approve', approval.id, 'U0CAROL')).expect(200);
+    await interact(buttonPress('approve', approval.id, 'U0BOB')).expect(200);
+    const moved = await eventually(() => updatesOf(ts).find((call) => textOf(call).includes('*Stage:* 2 (Finance)')));
+    expect(buttonsOf(moved)).toHaveLength(1);
+    expect(await status(approval.id)).toMatchObject({ status: 'pending', stage: { index: 2, name: 'Finance' }, votes: [{ stage: 1 }] });
+
+    await interact(buttonPress('approve', approval.id, 'U0CAROL')).expect(200);
+    await settledMessage(approval.id, 'Approved by carol@acme.test');
+    expect((await status(approval.id)).votes.map((vote: { stage: number }) => vote.stage)).toEqual([1, 2]);
   });
 });
 

@@ -71,6 +71,7 @@ describe('quorum', () => {
         verdict: 'approved',
         feedback: 'fine by me',
         at: expect.stringMatching(/Z$/),
+        stage: null,
       },
     ]);
     expect(await webhooksOf(id, 'approval.approved')).toBe(0);

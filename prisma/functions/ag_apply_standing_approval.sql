@@ -3,7 +3,8 @@
 -- was removed approves nothing ('standing_inactive'), and ag_cast_vote refuses what that member may
 -- not decide now (role, reviewers, self-approval, channel). The grant is held FOR SHARE to the
 -- commit, so a revocation (which updates it) waits for votes already under way and is followed by
--- none. Only a request needing one approval is approved this way: a quorum is people, not a grant.
+-- none. Only a request needing one approval is approved this way: a quorum is people, not a grant,
+-- and a request in stages needs one approval per stage.
 CREATE OR REPLACE FUNCTION ag_apply_standing_approval(
   p_org uuid, p_id uuid, p_standing uuid, p_vote jsonb,
   p_recorded_events jsonb, p_settlement jsonb, p_settled_events jsonb)
@@ -23,9 +24,10 @@ BEGIN
   IF v_voter IS NULL THEN
     RETURN 'standing_inactive';
   END IF;
-  IF (SELECT a.quorum FROM approvals a WHERE a.id = p_id AND a.org_id = p_org) IS DISTINCT FROM 1 THEN
+  IF (SELECT a.quorum = 1 AND a.stages IS NULL FROM approvals a WHERE a.id = p_id AND a.org_id = p_org) IS NOT TRUE THEN
     RETURN 'standing_inactive';
   END IF;
-  RETURN ag_cast_vote(p_org, p_id, v_voter, v_standing.channel, p_vote, p_recorded_events, p_settlement, p_settled_events);
+  -- Without stages no vote advances one: no events for that.
+  RETURN ag_cast_vote(p_org, p_id, v_voter, v_standing.channel, p_vote, p_recorded_events, '[]'::jsonb, p_settlement, p_settled_events);
 END
 $$;

@@ -7,6 +7,10 @@
 -- raised in the same transaction and SQLSTATE AG402 aborts the whole insert at the limit.
 -- Like every write path, it takes the organization's chain head first (ag_take_chain_head), so
 -- that concurrent writers, single or batched, wait on each other in one order and never deadlock.
+-- A creation of the release before stages names no `stages` (nor `stage`, which
+-- jsonb_populate_record would leave null, not at its default): it gets the policy's, at stage 1, so
+-- that a request it creates under a policy with stages (with stage 1's reviewers and quorum, which
+-- the policy row holds as its own) still goes through every stage.
 CREATE OR REPLACE FUNCTION ag_create_approval(p_approval jsonb, p_events jsonb, p_monthly_limit integer, p_month text, p_policy_revision uuid)
 RETURNS text
 LANGUAGE plpgsql
@@ -14,15 +18,18 @@ AS $$
 DECLARE
   v_id uuid;
   v_org uuid := (p_approval->>'org_id')::uuid;
+  v_revision uuid;
+  v_stages jsonb;
 BEGIN
   PERFORM ag_take_chain_head(v_org);
-  IF (SELECT revision FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key')
-     IS DISTINCT FROM p_policy_revision THEN
+  SELECT revision, stages INTO v_revision, v_stages FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key';
+  IF v_revision IS DISTINCT FROM p_policy_revision THEN
     RETURN 'stale_policy';
   END IF;
 
   INSERT INTO approvals
-  SELECT * FROM jsonb_populate_record(NULL::approvals, p_approval)
+  SELECT * FROM jsonb_populate_record(NULL::approvals,
+    CASE WHEN p_approval ? 'stages' THEN p_approval ELSE p_approval || jsonb_build_object('stages', v_stages, 'stage', 1) END)
   ON CONFLICT (org_id, idempotency_key) DO NOTHING
   RETURNING id INTO v_id;
 

@@ -1,7 +1,8 @@
 -- Whether a voter may decide an approval through a channel (see docs/policies.md): NULL when it may, or
 -- the refusal: 'key_unattributed' (a key whose owner is unknown, which decides nothing until
 -- attributed), 'channel_not_allowed' (the policy leaves the channel out), 'not_a_reviewer' (a
--- member whose role and email the policy does not name, and who stands in for no one it names; a
+-- member whose role and email the policy does not name (with stages, the current stage, whose
+-- reviewers ag_cast_vote writes into the approval's), and who stands in for no one it names; a
 -- viewer, or a removed member, never decides), 'self_approval' (the member the agent acts for, or whoever created the request,
 -- unless the policy allows it), or 'requester_unattributed' (the request was made by a key whose
 -- owner is unknown, so nobody can be told apart from its maker, unless the policy allows

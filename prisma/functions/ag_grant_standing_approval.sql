@@ -12,7 +12,8 @@ AS $$
 DECLARE
   v_outcome text;
 BEGIN
-  v_outcome := ag_cast_vote(p_org, p_id, p_voter, p_channel, p_vote, p_recorded_events, p_settlement, p_settled_events);
+  -- A grant is refused for a request in stages (approval-service.ts), so this vote advances no stage.
+  v_outcome := ag_cast_vote(p_org, p_id, p_voter, p_channel, p_vote, p_recorded_events, '[]'::jsonb, p_settlement, p_settled_events);
   IF v_outcome = 'settled' THEN
     INSERT INTO standing_approvals
     SELECT * FROM jsonb_populate_record(NULL::standing_approvals,

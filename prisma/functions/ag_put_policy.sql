@@ -47,7 +47,7 @@ BEGIN
     rules = EXCLUDED.rules, default_outcome = EXCLUDED.default_outcome, timeout_seconds = EXCLUDED.timeout_seconds,
     on_timeout = EXCLUDED.on_timeout, escalate_to = EXCLUDED.escalate_to, reviewer_roles = EXCLUDED.reviewer_roles,
     reviewer_emails = EXCLUDED.reviewer_emails, quorum = EXCLUDED.quorum, allow_self_approval = EXCLUDED.allow_self_approval,
-    channels = EXCLUDED.channels, remind_after_seconds = EXCLUDED.remind_after_seconds,
+    channels = EXCLUDED.channels, stages = EXCLUDED.stages, remind_after_seconds = EXCLUDED.remind_after_seconds,
     remind_every_seconds = EXCLUDED.remind_every_seconds, standing_approval_max_seconds = EXCLUDED.standing_approval_max_seconds,
     revision = EXCLUDED.revision, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at,
     shadow = EXCLUDED.shadow,

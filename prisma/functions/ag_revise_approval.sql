@@ -6,7 +6,8 @@
 -- 'duplicate' when an earlier revision carried the same idempotency key; 'not_changes_requested'
 -- unless changes are requested of exactly the revision it was made from, before the deadline;
 -- 'limit_reached' past p_max_revision; 'stale_policy' when the policy changed since it was
--- evaluated. Otherwise the votes of the settled revision are cleared, the row rewritten, the audit
+-- evaluated. Otherwise the votes of the settled revision are cleared (a revision starts again at
+-- stage 1, under the stages of the policy as it is now), the row rewritten, the audit
 -- events appended, and 'revised' returned.
 CREATE OR REPLACE FUNCTION ag_revise_approval(
   p_org uuid, p_id uuid, p_reviser jsonb, p_revision jsonb, p_events jsonb, p_max_revision integer)
@@ -52,6 +53,10 @@ BEGIN
     feedback = v_changes.feedback, decided_at = v_changes.decided_at, decided_by = v_changes.decided_by,
     quorum = v_changes.quorum, reviewer_roles = v_changes.reviewer_roles, reviewer_emails = v_changes.reviewer_emails,
     allow_self_approval = v_changes.allow_self_approval, channels = v_changes.channels,
+    -- A revision of the release before stages names none: stage 1 of the policy's, as now.
+    stages = CASE WHEN p_revision->'changes' ? 'stages' THEN v_changes.stages
+                  ELSE (SELECT stages FROM policies WHERE org_id = p_org AND key = v_approval.policy_key) END,
+    stage = coalesce((p_revision->'changes'->>'stage')::integer, 1),
     suggested_payload = v_changes.suggested_payload,
     policy_version = v_changes.policy_version, policy_outcome = v_changes.policy_outcome,
     shadow_outcome = v_changes.shadow_outcome,

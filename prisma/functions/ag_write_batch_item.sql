@@ -1,6 +1,8 @@
 -- One item of ag_write_batch: a creation ({ approval, events, monthlyLimit, month, policyRevision },
--- see ag_create_approval) or a vote ({ orgId, id, voter, channel, vote, recordedEvents, settlement,
--- settledEvents }, see ag_cast_vote). Returns that function's outcome.
+-- see ag_create_approval) or a vote ({ orgId, id, voter, channel, vote, recordedEvents, advancedEvents,
+-- settlement, settledEvents }, see ag_cast_vote). Returns that function's outcome. A vote of the
+-- release before stages has no advancedEvents: should it complete a stage, its recorded events
+-- are what it appends.
 CREATE OR REPLACE FUNCTION ag_write_batch_item(p_kind text, p_item jsonb)
 RETURNS text
 LANGUAGE plpgsql
@@ -11,7 +13,8 @@ BEGIN
                               (p_item->>'policyRevision')::uuid);
   ELSIF p_kind = 'vote' THEN
     RETURN ag_cast_vote((p_item->>'orgId')::uuid, (p_item->>'id')::uuid, p_item->'voter', p_item->>'channel', p_item->'vote',
-                        p_item->'recordedEvents', p_item->'settlement', p_item->'settledEvents');
+                        p_item->'recordedEvents', coalesce(p_item->'advancedEvents', p_item->'recordedEvents'), p_item->'settlement',
+                        p_item->'settledEvents');
   END IF;
   RAISE EXCEPTION 'ag_write_batch has no kind %', p_kind;
 END

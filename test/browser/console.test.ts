@@ -275,6 +275,47 @@ describe('deciding', () => {
     await context.close();
   });
 
+  it("shows the stage under review and each vote's stage, and the next stage's reviewers decide it", async () => {
+    const { org, admin, reviewer } = await organization();
+    await org
+      .request('put', '/v1/policies/in-turn')
+      .send({
+        stages: [
+          { name: 'Team lead', reviewers: { roles: ['reviewer'] } },
+          { name: 'Finance', reviewers: { roles: ['admin'] } },
+        ],
+      })
+      .expect(200);
+    const approval = (
+      await org
+        .request('post', '/v1/approvals')
+        .send({ action: 'refund-stages', payload: { amount: 500 }, policyKey: 'in-turn' })
+        .expect(201)
+    ).body as { id: string };
+
+    const lead = await signIn(browser, env, reviewer);
+    await lead.page.goto(`/console/approvals/${approval.id}`);
+    await lead.page.getByRole('heading', { name: 'Decide · stage 1 (Team lead)' }).waitFor();
+    await lead.page.getByText('1 (Team lead): its reviewers decide now', { exact: true }).waitFor();
+    await lead.page.getByText('none yet; 1 approving vote in stage 1 completes it', { exact: true }).waitFor();
+    await lead.page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await lead.page.getByText('2 (Finance): its reviewers decide now', { exact: true }).waitFor();
+    await lead.page
+      .getByRole('listitem')
+      .filter({ hasText: `Stage 1: ${reviewer.email}: approved at` })
+      .waitFor();
+    await lead.context.close();
+
+    const finance = await signIn(browser, env, admin);
+    await finance.page.goto(`/console/approvals/${approval.id}`);
+    await finance.page.getByRole('heading', { name: 'Decide · stage 2 (Finance)' }).waitFor();
+    await screenshot(finance.page, 'approval-stages');
+    await finance.page.getByRole('button', { name: 'Approve', exact: true }).click();
+    await finance.page.locator('.page-head .badge', { hasText: 'approved' }).waitFor();
+    expect(await approvalOf(org, approval.id)).toMatchObject({ status: 'approved', stage: { index: 2, name: 'Finance' } });
+    await finance.context.close();
+  });
+
   it('rejects with feedback', async () => {
     const { org, reviewer } = await organization();
     const approval = await createApproval(org, 'refund-reject');
@@ -632,6 +673,24 @@ describe('policies', () => {
       allowSelfApproval: true,
       channels: ['console', 'slack'],
     });
+    await context.close();
+  });
+
+  it("keeps a policy's stages of reviewers when it is saved from the editor", async () => {
+    const { org, admin } = await organization();
+    const stages = [
+      { name: 'Team lead', reviewers: { roles: ['reviewer'], members: [] }, quorum: 1 },
+      { name: 'Finance', reviewers: { roles: ['admin'], members: [] }, quorum: 2 },
+    ];
+    await org.request('put', '/v1/policies/staged').send({ stages }).expect(200);
+    const { context, page } = await signIn(browser, env, admin);
+    await page.goto('/console/policies/staged');
+    await page.getByLabel('Timeout (seconds)').fill('7200');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText('Saved.').waitFor();
+    const saved = (await org.request('get', '/v1/policies/staged').expect(200)).body;
+    expect(saved).toMatchObject({ timeoutSeconds: 7200, stages });
+    expect(saved).not.toHaveProperty('quorum');
     await context.close();
   });
 });

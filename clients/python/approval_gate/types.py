@@ -37,7 +37,11 @@ class Approval(TypedDict, total=False):
     payloadHash: str
     decidedBy: Optional[dict[str, Any]]
     decidedAt: Optional[str]
+    #: Distinct approvals needed (with stages, in the current stage).
     quorum: int
+    #: ``{"index": 2, "name": "Finance"}``: the stage of reviewers under review; None without stages.
+    stage: Optional[dict[str, Any]]
+    #: Each vote, with the ``stage`` it was cast in (None without stages).
     votes: list[dict[str, Any]]
     onBehalfOf: Optional[str]
     #: Only when listed with ``include="createdByKey"``: the API key that created the request.

@@ -39,7 +39,7 @@ export function DecisionPanel({
 
   return (
     <section className="panel" aria-labelledby="decide-title">
-      <h2 id="decide-title">Decide</h2>
+      <h2 id="decide-title">Decide{approval.stage && ` · stage ${approval.stage.index} (${approval.stage.name})`}</h2>
       {mode === 'editing' ? (
         <PayloadEditor approval={approval} onDecided={onDecided} onCancel={() => setMode('choose')} />
       ) : mode === 'changes' ? (
@@ -60,8 +60,8 @@ export function DecisionPanel({
             <button type="button" onClick={() => setMode('changes')}>
               Request changes…
             </button>
-            {/* An edited payload needs one approver to settle it: the API refuses edits under a quorum above 1. */}
-            {approval.quorum === 1 && (
+            {/* An edited payload needs one approver to settle it: the API refuses edits under a quorum above 1, or stages. */}
+            {approval.quorum === 1 && approval.stage === null && (
               <button type="button" onClick={() => setMode('editing')}>
                 Edit payload and approve…
               </button>

@@ -66,12 +66,15 @@ export function describePrincipal({ type, id, email }: { type: string; id: strin
 }
 
 /**
- * "1 approving vote settles it", "2 approving votes settle it"; null once the request is settled
- * (approved, rejected, expired, escalated), where a quorum no longer decides anything.
+ * "1 approving vote settles it", "2 approving votes settle it", or with stages "2 approving votes in
+ * stage 1 complete it"; null once the request is settled (approved, rejected, expired, escalated),
+ * where a quorum no longer decides anything.
  */
-export function quorumText({ status, quorum }: { status: string; quorum: number }): string | null {
+export function quorumText({ status, quorum, stage }: { status: string; quorum: number; stage: { index: number } | null }): string | null {
   if (status !== 'pending') return null;
-  return quorum === 1 ? '1 approving vote settles it' : `${quorum} approving votes settle it`;
+  const votes = quorum === 1 ? '1 approving vote' : `${quorum} approving votes`;
+  if (stage) return `${votes} in stage ${stage.index} ${quorum === 1 ? 'completes' : 'complete'} it`;
+  return `${votes} ${quorum === 1 ? 'settles' : 'settle'} it`;
 }
 
 export function prettyJson(value: unknown): string {

@@ -11,10 +11,12 @@ export interface PolicyDraft {
   timeoutSeconds: string;
   onTimeout: PolicyView['onTimeout'];
   escalateTo: string;
-  reviewerRoles: PolicyView['reviewers']['roles'];
+  reviewerRoles: NonNullable<PolicyView['reviewers']>['roles'];
   /** Emails, one per line. */
   reviewerMembers: string;
   quorum: string;
+  /** A policy's stages of reviewers, which the editor keeps as they are (and then sends no reviewers or quorum). */
+  stages: PolicyView['stages'];
   allowSelfApproval: boolean;
   channels: DecisionChannel[];
   /** Seconds, or empty for none (docs/members-and-channels.md#reminders). */
@@ -34,6 +36,7 @@ export const NEW_POLICY: PolicyDraft = {
   reviewerRoles: ['reviewer', 'admin'],
   reviewerMembers: '',
   quorum: '1',
+  stages: null,
   allowSelfApproval: false,
   channels: DECISION_CHANNELS,
   remindAfterSeconds: '',
@@ -48,9 +51,10 @@ export function draftOf(policy: PolicyView): PolicyDraft {
     timeoutSeconds: String(policy.timeoutSeconds),
     onTimeout: policy.onTimeout,
     escalateTo: policy.escalateTo ?? '',
-    reviewerRoles: [...policy.reviewers.roles],
-    reviewerMembers: policy.reviewers.members.join('\n'),
-    quorum: String(policy.quorum),
+    reviewerRoles: [...(policy.reviewers?.roles ?? NEW_POLICY.reviewerRoles)],
+    reviewerMembers: policy.reviewers?.members.join('\n') ?? NEW_POLICY.reviewerMembers,
+    quorum: String(policy.quorum ?? NEW_POLICY.quorum),
+    stages: policy.stages,
     allowSelfApproval: policy.allowSelfApproval,
     channels: [...policy.channels],
     remindAfterSeconds: policy.remindAfterSeconds === null ? '' : String(policy.remindAfterSeconds),
@@ -75,14 +79,18 @@ export function documentOf(draft: PolicyDraft): PolicyDocumentInput {
     ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
     onTimeout: draft.onTimeout,
     escalateTo: draft.escalateTo.trim() || null,
-    reviewers: {
-      roles: draft.reviewerRoles,
-      members: draft.reviewerMembers
-        .split('\n')
-        .map((email) => email.trim())
-        .filter(Boolean),
-    },
-    ...(quorum !== undefined ? { quorum } : {}),
+    ...(draft.stages
+      ? { stages: draft.stages }
+      : {
+          reviewers: {
+            roles: draft.reviewerRoles,
+            members: draft.reviewerMembers
+              .split('\n')
+              .map((email) => email.trim())
+              .filter(Boolean),
+          },
+          ...(quorum !== undefined ? { quorum } : {}),
+        }),
     allowSelfApproval: draft.allowSelfApproval,
     channels: draft.channels,
     remindAfterSeconds: numberOf(draft.remindAfterSeconds) ?? null,

@@ -47,6 +47,7 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
   'approval.escalated': true,
   'approval.orphaned': true,
   'approval.vote_recorded': true,
+  'approval.stage_completed': true,
   'policy.updated': true,
   'policy.deleted': true,
   'webhook.created': true,
@@ -69,4 +70,4 @@ export const AUDIT_EVENT_TYPES = everyValue<AuditEventType>({
 export const DECISION_CHANNELS = everyValue<DecisionChannel>({ api: true, console: true, email: true, slack: true, teams: true });
 
 /** The roles a policy may let decide: a viewer never does. */
-export const REVIEWER_ROLES = everyValue<PolicyView['reviewers']['roles'][number]>({ reviewer: true, admin: true });
+export const REVIEWER_ROLES = everyValue<NonNullable<PolicyView['reviewers']>['roles'][number]>({ reviewer: true, admin: true });

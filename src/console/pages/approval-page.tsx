@@ -85,6 +85,14 @@ export function ApprovalPage() {
             <dd>{view.onBehalfOf}</dd>
           </>
         )}
+        {view.stage && (
+          <>
+            <dt>Stage</dt>
+            <dd>
+              {view.stage.index} ({view.stage.name}){view.status === 'pending' ? ': its reviewers decide now' : ''}
+            </dd>
+          </>
+        )}
         <dt>Created</dt>
         <dd>{formatTime(view.createdAt)}</dd>
         <dt>Revision</dt>
@@ -112,6 +120,7 @@ export function ApprovalPage() {
             <ul className="votes">
               {view.votes.map((vote) => (
                 <li key={`${vote.by.type}:${vote.by.id}`}>
+                  {vote.stage !== null && `Stage ${vote.stage}: `}
                   {describeDecider(vote.by)}: {vote.verdict} at {formatTime(vote.at)}
                   {vote.feedback && ` (“${vote.feedback}”)`}
                 </li>

@@ -13,14 +13,16 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
 /**
  * An approval became pending (created pending, an orphan, an escalation's successor: each is an
  * `approval.created` with status pending; or revised after a request for changes, an
- * `approval.revised` with status pending, told as a new request): every member who may decide it
+ * `approval.revised` with status pending, told as a new request), or moved to its next stage of
+ * reviewers (an `approval.stage_completed` with status pending): every member who may decide it
  * by email, with email notifications on, gets one mail per revision with their own decision links
- * (see docs/members-and-channels.md). Each member's notice is claimed before it is sent, so a retry
+ * (see docs/members-and-channels.md), so a stage's reviewers are told when their stage begins, and
+ * a member who is a reviewer of two stages is mailed once. Each member's notice is claimed before it is sent, so a retry
  * mails only those whose mail did not leave.
  */
 export const approvalMailConsumer = defineEventHandler({
   name: 'approval-mail',
-  events: ['approval.created', 'approval.revised'],
+  events: ['approval.created', 'approval.revised', 'approval.stage_completed'],
   accepts: (event) => event.data.status === 'pending',
   options: adminMailOptions,
   handle: (context) => async (event) => {

@@ -1,6 +1,6 @@
 import { formatUtc } from '../../lib/display-time.js';
 import { RetryLater } from '../../lib/job-retries.js';
-import { consoleUrl } from '../../modules/notifications/approval-notice.js';
+import { consoleUrl, describeStage } from '../../modules/notifications/approval-notice.js';
 import type { EntitledMember, NotificationKey } from '../../modules/notifications/notification-store.js';
 import { PushRefused } from '../../modules/push/push-service.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
@@ -9,13 +9,14 @@ import { defineEventHandler, type ConsumerContext } from '../consumer.js';
 /**
  * A pending approval is pushed to every device of every member who may decide it in the console
  * (see docs/members-and-channels.md): a notification whose click opens the request, where deciding
- * needs the member's session. Each revision is told anew. A notification is claimed per device
+ * needs the member's session. Each revision is told anew; with stages, each stage's reviewers when
+ * it begins (a member once per revision). A notification is claimed per device
  * before it is sent, so no retry sends it twice; a device whose push service answers 404 or 410
  * is forgotten.
  */
 export const pushNotifyConsumer = defineEventHandler({
   name: 'push-notify',
-  events: ['approval.created', 'approval.revised'],
+  events: ['approval.created', 'approval.revised', 'approval.stage_completed'],
   accepts: (event, config) => event.data.status === 'pending' && config.VAPID_PUBLIC_KEY !== undefined,
   options: {
     attempts: 8,
@@ -52,6 +53,7 @@ export async function pushApproval(
   const message = {
     title: `${reminder === undefined ? 'Approval' : 'Reminder: approval'} needed: ${approval.action}${approval.revision > 1 ? ` (revision ${approval.revision})` : ''}`,
     body: [
+      describeStage(approval),
       approval.agent ? `Agent: ${approval.agent}` : null,
       `Policy: ${approval.policyKey}`,
       approval.expiresAt ? `Until ${formatUtc(approval.expiresAt)}` : null,

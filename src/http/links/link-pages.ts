@@ -149,8 +149,8 @@ function confirmationPage(state: Extract<LinkState, { kind: 'open' }>, consoleUr
     html`<h1>${question}</h1>
       ${problem ?? ''}
       <p>You decide as <strong>${state.memberEmail}</strong>. Nothing happens until you press the button.</p>
-      ${state.approval.quorum > 1 ? html`<p class="notice">${describeOutcome(state.approval)}</p>` : ''} ${revisionNotice(state.approval)}
-      ${facts(state.approval)}
+      ${state.approval.quorum > 1 || state.approval.stage ? html`<p class="notice">${describeOutcome(state.approval)}</p>` : ''}
+      ${revisionNotice(state.approval)} ${facts(state.approval)}
       <form method="post">
         <input type="hidden" name="nonce" value="${state.nonce}" />
         ${feedbackField(state.verdict)}

@@ -27,6 +27,7 @@ export const APPROVAL_FEED_TYPES = [
   'approval.vote_recorded',
   'approval.changes_requested',
   'approval.revised',
+  'approval.stage_completed',
 ] as const satisfies readonly AuditEventType[];
 
 /**
@@ -66,6 +67,7 @@ function statusAfter(type: AuditEventType, data: Record<string, unknown>): Appro
       return 'changes_requested';
     case 'approval.created':
     case 'approval.revised':
+    case 'approval.stage_completed':
       return (data.status as ApprovalStatus | undefined) ?? (data.outcome === 'allow' ? 'approved' : 'pending');
     default:
       return 'pending';

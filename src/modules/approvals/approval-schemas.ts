@@ -133,8 +133,22 @@ export const voteSchema = z
     verdict: z.enum(VOTE_VERDICTS),
     feedback: z.string().nullable(),
     at: z.iso.datetime(),
+    stage: z
+      .number()
+      .int()
+      .min(1)
+      .nullable()
+      .meta({ description: 'The stage the vote was cast in, from 1 (docs/policies.md#stages); null when the policy names no stages.' }),
   })
   .meta({ id: 'Vote' });
+
+/** The stage of reviewers an approval is in (docs/policies.md#stages). */
+export const approvalStageSchema = z
+  .object({
+    index: z.number().int().min(1).meta({ description: 'From 1.' }),
+    name: z.string(),
+  })
+  .meta({ id: 'ApprovalStage' });
 
 /** A revision of an approval's payload (see docs/api.md#revisions); the original is revision 1. */
 export const revisionSchema = z
@@ -221,7 +235,11 @@ export const approvalViewSchema = z
     payloadHash: z.string().meta({ description: 'Hex SHA-256 of the RFC 8785 bytes of `payload`.' }),
     decidedBy: deciderSchema.nullable().meta({ description: 'Null unless approved, rejected or changes_requested.' }),
     decidedAt: z.iso.datetime().nullable().meta({ description: 'Null unless approved, rejected or changes_requested.' }),
-    quorum: z.number().int().meta({ description: 'Distinct approvals needed.' }),
+    quorum: z.number().int().meta({ description: 'Distinct approvals needed (with stages, in the current stage).' }),
+    stage: approvalStageSchema.nullable().meta({
+      description:
+        'The stage under review, or the one that settled the request; null when its policy names no stages (docs/policies.md#stages).',
+    }),
     votes: z.array(voteSchema),
     onBehalfOf: z.string().nullable(),
     createdByKey: z

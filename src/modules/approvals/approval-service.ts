@@ -9,7 +9,7 @@ import {
   ValidationError,
 } from '../../lib/errors.js';
 import { principalKey, type MemberRole, type Tenant } from '../orgs/tenant.js';
-import type { DecisionChannel } from '../policies/policy-schemas.js';
+import { MAX_STAGES, type DecisionChannel } from '../policies/policy-schemas.js';
 import { evaluatePolicy } from '../policies/policy-rules.js';
 import type { PolicyService } from '../policies/policy-service.js';
 import {
@@ -48,6 +48,8 @@ import {
   applySettlement,
   createApproval,
   currentPayloadHash,
+  currentStage,
+  stagesOf,
   reviseApproval,
   timeOutApproval,
   voteOn,
@@ -116,8 +118,13 @@ function voterRecord({ actor, role }: Voter): VoterRecord {
 const REFUSALS: Record<DecisionRefusal, (approval: Approval, voter: Voter) => string> = {
   channel_not_allowed: (approval, voter) =>
     `The policy of this request does not allow decisions through ${voter.channel}; decide it through ${approval.channels.join(' or ')}.`,
-  not_a_reviewer: (approval) =>
-    `You are not among the reviewers the policy '${approval.policyKey}' names; ask one of them, or an admin to add you to the policy's reviewers.`,
+  not_a_reviewer: (approval) => {
+    const stage = currentStage(approval);
+    return stage
+      ? `This request is in stage ${stage.index} of ${stagesOf(approval)!.length} ('${stage.name}') of the policy '${approval.policyKey}', ` +
+          "and you are not among that stage's reviewers: the stage's reviewers decide it now, and each stage's in turn."
+      : `You are not among the reviewers the policy '${approval.policyKey}' names; ask one of them, or an admin to add you to the policy's reviewers.`;
+  },
   self_approval: () =>
     'You asked for this request (or it acts on your behalf), and its policy does not allow self-approval: another reviewer must decide it.',
   key_unattributed: (approval, { actor }) => {
@@ -425,6 +432,17 @@ export class ApprovalService {
    * channel, is decided by the database in the same statement (see ag_cast_vote).
    */
   async decide(orgId: string, id: string, decision: DecisionInput, voter: Voter): Promise<ApprovalView> {
+    // A vote's events are made for the stage the approval was read at: when other votes moved it to
+    // its next stage since, it is read and the vote made again, at most once per stage.
+    for (let attempt = 0; attempt < MAX_STAGES; attempt++) {
+      const decided = await this.voteOnce(orgId, id, decision, voter);
+      if (decided) return decided;
+    }
+    throw new Error(`approval ${id} kept moving to its next stage while a vote was cast`);
+  }
+
+  /** One attempt of `decide`: the view after the vote, or null when the approval's stage moved since it was read. */
+  private async voteOnce(orgId: string, id: string, decision: DecisionInput, voter: Voter): Promise<ApprovalView | null> {
     const approval = await this.require(orgId, id);
     if (approval.status !== 'pending') {
       throw new ConflictError(`Approval ${id} is ${approval.status}; only pending approvals can be decided.`);
@@ -438,17 +456,18 @@ export class ApprovalService {
     if (approval.expiresAt && approval.expiresAt <= now) {
       throw new ConflictError(`Approval ${id} expired at ${approval.expiresAt.toISOString()}.`);
     }
-    if (decision.editedPayload && approval.quorum > 1) {
+    const stages = stagesOf(approval);
+    if (decision.editedPayload && (approval.quorum > 1 || (stages && stages.length > 1))) {
       throw new ValidationError([
         {
           path: 'editedPayload',
-          message: `This request needs ${approval.quorum} approvals, and every approver must approve the same payload: approve it as it is, or reject it with feedback.`,
+          message: `${stages && stages.length > 1 ? `This request passes through ${stages.length} stages of reviewers` : `This request needs ${approval.quorum} approvals`}, and every approver must approve the same payload: approve it as it is, or reject it with feedback.`,
         },
       ]);
     }
 
     const grant = decision.standing ? await this.standingGrant(orgId, approval, decision.standing, voter, now) : null;
-    const { vote, recorded, settling } = voteOn(approval, decision, voter.actor, now);
+    const { vote, recorded, advanced, settling } = voteOn(approval, decision, voter.actor, now);
     const named = decision.revision === undefined ? vote : { ...vote, revision: decision.revision };
     const outcome = grant
       ? await this.standing.grant(
@@ -461,15 +480,17 @@ export class ApprovalService {
           withStandingGranted(settling, grant),
           grant,
         )
-      : await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, named, recorded, settling);
+      : await this.writes.castVote(orgId, id, voterRecord(voter), voter.channel, named, recorded, settling, advanced);
+    if (outcome === 'stage_moved') return null;
     throwUnlessCast(outcome, approval, voter);
     this.afterCommit.metrics.decisions.inc({ channel: voter.channel, verdict: decision.verdict, settled: String(outcome === 'settled') });
     if (outcome === 'settled') this.afterCommit.settlements.publish(id);
     this.afterCommit.outboxSignal.notify();
-    // With a quorum of one, the first vote settles the approval, so a vote that settled it was its
-    // only one: the approval as read, with this vote and its settlement, is what the database now
-    // holds, but for the seq of the event that settled it, which its receipt names. Under a larger
-    // quorum others may have voted since the read, so it is read again.
+    // With a quorum of one, the first vote of the (last) stage settles the approval, so a vote that
+    // settled it was the stage's only one, and the earlier stages' votes were all read: the approval
+    // as read, with this vote and its settlement, is what the database now holds, but for the seq of
+    // the event that settled it, which its receipt names. Under a larger quorum others may have
+    // voted since the read, so it is read again.
     const decided =
       outcome === 'settled' && approval.quorum === 1
         ? {
@@ -500,6 +521,11 @@ export class ApprovalService {
       throw refuse(
         'standing',
         `This request needs ${approval.quorum} approvals: a standing approval approves only requests that one approval settles, so that it never stands in for several people.`,
+      );
+    if (approval.stages !== null)
+      throw refuse(
+        'standing',
+        'This request is decided in stages: a standing approval approves only requests that one approval settles, so that it never stands in for the stages after.',
       );
     if (!approval.requestedBy)
       throw refuse('standing', 'Nobody is recorded as having made this request, so no later request can be told to be "the same again".');
@@ -634,13 +660,18 @@ export interface ApprovalNotice {
 }
 
 /** The error of a vote that was not cast (or would not be); nothing for one that was. */
-function throwUnlessCast(outcome: VoteOutcome | null, approval: Approval, voter: Voter): void {
+function throwUnlessCast(outcome: Exclude<VoteOutcome, 'stage_moved'> | null, approval: Approval, voter: Voter): void {
   switch (outcome) {
     case 'not_pending':
       throw new ConflictError(`Approval ${approval.id} was settled by another decision, expired, or was revised since it was read.`);
     case 'duplicate_voter':
-      throw new ConflictError(`You already voted on approval ${approval.id}; each reviewer votes once.`);
+      throw new ConflictError(
+        stagesOf(approval)
+          ? `You already voted on approval ${approval.id}, in an earlier stage or this one; each reviewer votes once, in one stage only.`
+          : `You already voted on approval ${approval.id}; each reviewer votes once.`,
+      );
     case 'recorded':
+    case 'advanced':
     case 'settled':
     case null:
       return;
@@ -681,6 +712,7 @@ export function toApprovalView(approval: Approval & { votes?: ApprovalView['vote
     payloadHash: hash,
     ...decisionOf(approval),
     quorum: approval.quorum,
+    stage: currentStage(approval),
     votes: approval.votes ?? [],
     onBehalfOf: approval.onBehalfOf,
     revision: approval.revision,

@@ -131,8 +131,8 @@ export class ApprovalStore {
    * What ag_cast_vote would answer this voter now, without voting: 'not_pending', a refusal,
    * 'duplicate_voter', or null when the vote would be cast. Checked in the function's order.
    */
-  async voteRefusal(id: string, voter: VoterRecord, channel: DecisionChannel): Promise<VoteOutcome | null> {
-    const [row] = await this.sql.query<{ refusal: VoteOutcome | null }>(
+  async voteRefusal(id: string, voter: VoterRecord, channel: DecisionChannel): Promise<Exclude<VoteOutcome, 'stage_moved'> | null> {
+    const [row] = await this.sql.query<{ refusal: Exclude<VoteOutcome, 'stage_moved'> | null }>(
       'vote-refusal',
       `SELECT CASE
          WHEN a.status <> 'pending' OR a.expires_at <= clock_timestamp() THEN 'not_pending'
@@ -315,11 +315,14 @@ export const APPROVAL_COLUMNS = {
   policyVersion: 'policy_version',
   policyOutcome: 'policy_outcome',
   shadowOutcome: 'shadow_outcome',
+  stages: 'stages',
+  stage: 'stage',
 } as const satisfies ColumnMap<Approval>;
 
-/** The approval's votes in the order they came, as the view shows them. */
+/** The approval's votes in the order they came, as the view shows them: with their stage when it has stages. */
 const VOTES = `(SELECT coalesce(jsonb_agg(jsonb_build_object(
     'by', v.voter, 'verdict', v.verdict, 'feedback', v.feedback,
+    'stage', CASE WHEN approvals.stages IS NOT NULL THEN v.stage END,
     'at', to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY v.created_at, v.voter_key), '[]')
   FROM approval_votes v WHERE v.approval_id = approvals.id) AS votes`;
 

@@ -3,7 +3,17 @@ import { type Actor, type ApprovalWebhookType, type AuditEventDraft } from '../a
 import { DECISION_CHANNELS, type PolicyDocument } from '../policies/policy-schemas.js';
 import type { PolicyVerdict } from '../policies/policy-rules.js';
 import type { ApprovalCreateInput, Decider, DecisionInput, RevisionInput } from './approval-schemas.js';
-import type { Approval, Creation, NewApproval, RevisionRecord, Revising, Settlement, Settling, Vote } from './approval-types.js';
+import type {
+  Approval,
+  ApprovalStage,
+  Creation,
+  NewApproval,
+  RevisionRecord,
+  Revising,
+  Settlement,
+  Settling,
+  Vote,
+} from './approval-types.js';
 import { changedFields } from './payload-changes.js';
 import { receiptFacts } from './approval-receipts.js';
 import { hashPayload } from '../audit/receipt-signing.js';
@@ -30,10 +40,21 @@ export type ShadowOutcome = Pick<PolicyVerdict, 'outcome' | 'matchedRule'>;
 
 type ApprovalFacts = Pick<Approval, 'id' | 'action' | 'agent'>;
 type WebhookFacts = ApprovalFacts &
-  Pick<Approval, 'status' | 'policyKey' | 'revision' | 'policyVersion'> & { payload: unknown; payloadHash: string };
+  Pick<Approval, 'status' | 'policyKey' | 'revision' | 'policyVersion' | 'stages' | 'stage'> & { payload: unknown; payloadHash: string };
 
 function subjectOf(approval: ApprovalFacts) {
   return { approvalId: approval.id, action: approval.action, ...(approval.agent ? { agent: approval.agent } : {}) };
+}
+
+/** The stages an approval was created under (docs/policies.md#stages); null for one set of reviewers. */
+export function stagesOf(approval: Pick<Approval, 'stages'>): ApprovalStage[] | null {
+  return approval.stages as ApprovalStage[] | null;
+}
+
+/** The stage under review as the view and the webhook show it: `{ index, name }`, index from 1; null without stages. */
+export function currentStage(approval: Pick<Approval, 'stages' | 'stage'>): { index: number; name: string } | null {
+  const stages = stagesOf(approval);
+  return stages && { index: approval.stage, name: stages[approval.stage - 1]!.name };
 }
 
 /** Who decided, as the view and the webhook show it; only members and API keys decide (and ask for changes). */
@@ -78,6 +99,7 @@ function webhookEvent(
       policyVersion: approval.policyVersion,
       payloadHash: approval.payloadHash,
       revision: approval.revision,
+      stage: currentStage(approval),
       ...fields,
       // Its facts: the delivery signs them with the seq the append gives the event (sealWebhookReceipt).
       receipt: SETTLING_WEBHOOKS.has(type) ? receiptFacts({ ...approval, decidedBy: fields.decidedBy, decidedAt: at }) : null,
@@ -86,16 +108,18 @@ function webhookEvent(
 }
 
 /** Who may decide when no policy says (orphans): reviewers and admins, one approval, every channel. */
-const DEFAULT_DECISION_RULES: Pick<PolicyDocument, 'reviewers' | 'quorum' | 'allowSelfApproval' | 'channels'> = {
+const DEFAULT_DECISION_RULES: Pick<PolicyDocument, 'reviewers' | 'quorum' | 'stages' | 'allowSelfApproval' | 'channels'> = {
   reviewers: { roles: ['reviewer', 'admin'], members: [] },
   quorum: 1,
+  stages: null,
   allowSelfApproval: false,
   channels: [...DECISION_CHANNELS],
 };
 
 /**
  * What the governing policy's verdict makes of a request, at creation and at each revision: pending
- * with a deadline under the policy's decision rules, or approved at once by the policy.
+ * with a deadline under the policy's decision rules, or approved at once by the policy. With stages,
+ * every revision starts at stage 1, whose reviewers and quorum the policy document carries as its own.
  */
 function governedFields(governing: Governing, policyKey: string, now: Date) {
   const autoApproved = governing.kind === 'policy' && governing.verdict.outcome === 'allow';
@@ -111,6 +135,8 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
     decidedAt: autoApproved ? now : null,
     decidedBy: (autoApproved ? { type: 'policy', id: policyKey } : null) satisfies Decider | null,
     quorum: rules.quorum,
+    stages: rules.stages as NewApproval['stages'],
+    stage: 1,
     reviewerRoles: rules.reviewers.roles,
     reviewerEmails: rules.reviewers.members,
     allowSelfApproval: rules.allowSelfApproval,
@@ -120,6 +146,12 @@ function governedFields(governing: Governing, policyKey: string, now: Date) {
     policyOutcome: governing.kind === 'policy' ? governing.verdict.outcome : null,
     shadowOutcome: governing.kind === 'policy' ? governing.shadow : null,
   };
+}
+
+/** The stage an audit event of an approval with stages names; nothing without stages. */
+function stageData(approval: Pick<Approval, 'stages' | 'stage'>) {
+  const stage = currentStage(approval);
+  return stage ? { stage } : {};
 }
 
 /** The policy's part of an audit event of creation or revision: its outcome and the rule that gave it. */
@@ -203,6 +235,7 @@ export function createApproval(
         ...(approval.context ? { context: approval.context } : {}),
         ...(approval.onBehalfOf ? { onBehalfOf: approval.onBehalfOf } : {}),
         quorum: approval.quorum,
+        ...stageData(approval),
         ...verdictData(governing),
         expiresAt: approval.expiresAt?.toISOString() ?? null,
         ...(escalatedFrom ? { escalatedFrom } : {}),
@@ -265,6 +298,7 @@ export function reviseApproval(approval: Approval, input: RevisionInput, governi
         note: entry.note,
         feedback: entry.feedback,
         quorum: revised.quorum,
+        ...stageData(revised),
         ...verdictData(governing),
         expiresAt: revised.expiresAt?.toISOString() ?? null,
       },
@@ -335,26 +369,67 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
 }
 
 /**
- * A vote on a pending approval, both ways it can go: the database decides, under the approval's
- * lock, whether it settles the approval (`settling`: a rejection, or the approval that reaches
- * quorum) or is recorded while others are still needed (`recorded`).
+ * A vote on a pending approval, every way it can go: the database decides, under the approval's
+ * lock, whether it settles the approval (`settling`: a rejection, a request for changes, or the
+ * approval that reaches the last stage's quorum), moves it to its next stage (`advanced`: the
+ * approval that reaches an earlier stage's quorum), or is recorded while others are still needed
+ * (`recorded`). The events are made for the stage the approval was read at, which the vote names:
+ * the database refuses it at another (`stage_moved`), and the caller reads it again.
  */
 export function voteOn(
   approval: Approval,
   decision: DecisionInput,
   actor: Actor,
   now: Date,
-): { vote: Vote; recorded: AuditEventDraft[]; settling: Settling } {
-  const vote: Vote = { by: deciderOf(actor), verdict: decision.verdict, feedback: decision.feedback ?? null, at: now.toISOString() };
+): { vote: Vote; recorded: AuditEventDraft[]; advanced: AuditEventDraft[]; settling: Settling } {
+  const stages = stagesOf(approval);
+  const vote: Vote = {
+    by: deciderOf(actor),
+    verdict: decision.verdict,
+    feedback: decision.feedback ?? null,
+    at: now.toISOString(),
+    stage: stages ? approval.stage : null,
+  };
   const recorded: AuditEventDraft[] = [
     {
       type: 'approval.vote_recorded',
       actor,
       createdAt: now,
-      data: { ...subjectOf(approval), verdict: vote.verdict, feedback: vote.feedback, quorum: approval.quorum },
+      data: { ...subjectOf(approval), verdict: vote.verdict, feedback: vote.feedback, quorum: approval.quorum, ...stageData(approval) },
     },
   ];
-  return { vote, recorded, settling: decideApproval(approval, decision, actor, now) };
+  const settling = decideApproval(approval, decision, actor, now);
+  if (!stages || decision.verdict !== 'approved') return { vote, recorded, advanced: [], settling };
+  const completed = stageCompleted(approval, stages, vote, actor, now);
+  return {
+    vote,
+    recorded,
+    advanced: approval.stage < stages.length ? [completed] : [],
+    settling: approval.stage < stages.length ? settling : { ...settling, events: [completed, ...settling.events] },
+  };
+}
+
+/**
+ * A stage reached its quorum (docs/policies.md#stages): the next stage's reviewers are told by the
+ * consumers that tell of a pending request (its `status` is `pending` while a stage follows), or,
+ * for the last stage, the approval it settles follows in the same commit.
+ */
+function stageCompleted(approval: Approval, stages: ApprovalStage[], vote: Vote, actor: Actor, now: Date): AuditEventDraft {
+  const next = stages[approval.stage];
+  return {
+    type: 'approval.stage_completed',
+    actor,
+    createdAt: now,
+    data: {
+      ...subjectOf(approval),
+      revision: approval.revision,
+      stage: currentStage(approval),
+      quorum: approval.quorum,
+      feedback: vote.feedback,
+      next: next ? { index: approval.stage + 1, name: next.name } : null,
+      status: next ? 'pending' : 'approved',
+    },
+  };
 }
 
 /**

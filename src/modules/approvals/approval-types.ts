@@ -13,6 +13,15 @@ export interface Vote {
   verdict: VoteVerdict;
   feedback: string | null;
   at: string;
+  /** The stage it was cast in (docs/policies.md#stages); null without stages. */
+  stage: number | null;
+}
+
+/** A stage as an approval keeps it (approvals.stages): the policy's, fixed when the revision was created. */
+export interface ApprovalStage {
+  name: string;
+  reviewers: { roles: string[]; members: string[] };
+  quorum: number;
 }
 
 /**
@@ -37,7 +46,7 @@ export type ApprovalRecord = Approval & { votes: Vote[] };
 /** Who votes, as the database's decision rules read it (see ag_decision_refusal): the credential, whose principal the database resolves. */
 export type VoterRecord = { type: 'api_key'; id: string } | { type: 'user'; id: string; email: string; role: MemberRole };
 
-export type VoteOutcome = 'recorded' | 'settled' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
+export type VoteOutcome = 'recorded' | 'advanced' | 'settled' | 'stage_moved' | 'not_pending' | 'duplicate_voter' | DecisionRefusal;
 
 /**
  * What ag_revise_approval answered: `revised`; `duplicate` (the idempotency key made an earlier

@@ -21,9 +21,14 @@ export interface VoteItem {
   id: string;
   voter: VoterRecord;
   channel: DecisionChannel;
-  /** The vote, and the revision it is for when the voter named one (ag_cast_vote refuses it at any other). */
+  /**
+   * The vote, and the revision it is for when the voter named one (ag_cast_vote refuses it at any
+   * other); its `stage` is the one its events were made for (ag_cast_vote answers `stage_moved` at any other).
+   */
   vote: Vote & { revision?: number };
   recordedEvents: ReturnType<typeof serializeAuditEvent>[];
+  /** Appended when the vote completes a stage before the last (docs/policies.md#stages). */
+  advancedEvents: ReturnType<typeof serializeAuditEvent>[];
   settlement: Settlement;
   settledEvents: ReturnType<typeof serializeAuditEvent>[];
 }
@@ -47,6 +52,7 @@ export function voteItem(
   vote: Vote & { revision?: number },
   recordedEvents: AuditEventDraft[],
   settling: Settling,
+  advancedEvents: AuditEventDraft[] = [],
 ): VoteItem {
   return {
     orgId,
@@ -55,6 +61,7 @@ export function voteItem(
     channel,
     vote,
     recordedEvents: recordedEvents.map(serializeAuditEvent),
+    advancedEvents: advancedEvents.map(serializeAuditEvent),
     settlement: settling.settlement,
     settledEvents: settling.events.map(serializeAuditEvent),
   };

@@ -29,6 +29,7 @@ export const AUDIT_EVENT_TYPES = [
   'approval.changes_requested',
   'approval.revised',
   'standing_approval.revoked',
+  'approval.stage_completed',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
@@ -89,6 +90,8 @@ export interface WebhookEventBody {
     revision?: number;
     /** approval.changes_requested: the payload the reviewer suggested, or null. */
     suggestedPayload?: unknown;
+    /** The stage the approval was in (docs/policies.md#stages); null without stages, absent on events committed before stages. */
+    stage?: { index: number; name: string } | null;
     /** approval.revised: the requester's note, or null. */
     note?: string | null;
     /**

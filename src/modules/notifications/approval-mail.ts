@@ -4,7 +4,7 @@ import type { MailMessage } from '../../lib/mailer.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 import type { DecisionLinks } from '../links/decision-link-service.js';
 import { describeChangedFields, type ChangedFields } from '../approvals/payload-changes.js';
-import { shownPayload } from './approval-notice.js';
+import { describeStage, shownPayload } from './approval-notice.js';
 
 export interface ApprovalMailInput {
   approval: ApprovalView;
@@ -32,14 +32,17 @@ export function approvalMail({ approval, changes, links, reminder = false }: App
   const payload = shownPayload(approval.payload);
   const agent = approval.agent ?? '(not given)';
   const revision = revisionFacts(approval, changes);
+  const stage = describeStage(approval);
   const asked =
     revision.length > 0
       ? `A reviewer asked for changes, and the agent sent revision ${approval.revision} of "${approval.action}": you may decide it.`
-      : `An agent asks to run "${approval.action}", and you may decide it.`;
+      : approval.stage && approval.stage.index > 1
+        ? `The reviewers of stage ${approval.stage.index - 1} approved "${approval.action}", and its next stage is yours: you may decide it.`
+        : `An agent asks to run "${approval.action}", and you may decide it.`;
   const lead = reminder
     ? `Reminder: this request is still waiting, and you have not decided it yet. ${asked} It expires at ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(never)'}.`
     : asked;
-  const title = `${reminder ? 'Reminder: approval' : 'Approval'} needed: ${approval.action}${revision.length > 0 ? ` (revision ${approval.revision})` : ''}`;
+  const title = `${reminder ? 'Reminder: approval' : 'Approval'} needed: ${approval.action}${revision.length > 0 ? ` (revision ${approval.revision})` : ''}${stage ? ` · ${stage}` : ''}`;
   const text = [
     lead,
     '',
@@ -48,6 +51,7 @@ export function approvalMail({ approval, changes, links, reminder = false }: App
     `Action:      ${approval.action}`,
     `Agent:       ${agent}`,
     `Policy key:  ${approval.policyKey}`,
+    ...(stage ? [`Stage:       ${stage.slice('Stage '.length)}`] : []),
     `Expires at:  ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(never)'}`,
     ...(approval.quorum > 1 ? [`Approvals:   ${approval.quorum} needed`] : []),
     '',
@@ -89,7 +93,7 @@ export function approvalMail({ approval, changes, links, reminder = false }: App
           <h1 style="margin:0 0 16px;font-size:20px">${title}</h1>
           <p style="margin:0 0 16px">${lead}</p>
           <table style="border-collapse:collapse;margin:0 0 16px;font-size:14px">
-            ${revision.map(([label, value]) => row(label, value))}${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${row('Expires at', approval.expiresAt ? formatUtc(approval.expiresAt) : '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
+            ${revision.map(([label, value]) => row(label, value))}${row('Action', approval.action)}${row('Agent', agent)}${row('Policy key', approval.policyKey)}${stage ? row('Stage', stage.slice('Stage '.length)) : ''}${row('Expires at', approval.expiresAt ? formatUtc(approval.expiresAt) : '')}${approval.quorum > 1 ? row('Approvals', `${approval.quorum} needed`) : ''}
           </table>
           <p style="margin:0 0 4px;font-weight:600;font-size:14px">Payload</p>
           <pre

@@ -33,6 +33,11 @@ export function describeDecider(approval: Pick<ApprovalView, 'decidedBy'>): stri
   return `policy ${by.id}`;
 }
 
+/** The stage of reviewers an approval is in, for people: `Stage 2 (Finance)`; null when its policy names no stages. */
+export function describeStage(approval: Pick<ApprovalView, 'stage'>): string | null {
+  return approval.stage && `Stage ${approval.stage.index} (${approval.stage.name})`;
+}
+
 /** One line on how an approval ended, or how far its votes got: what every surface shows after the fact. */
 export function describeOutcome(approval: ApprovalView): string {
   switch (approval.status) {
@@ -46,11 +51,13 @@ export function describeOutcome(approval: ApprovalView): string {
     case 'escalated':
       return `Escalated: nobody decided it in time, so it went on as request ${approval.escalatedTo ?? '(unknown)'}.`;
     case 'pending': {
-      const approvals = approval.votes.filter((vote) => vote.verdict === 'approved');
-      if (approvals.length === 0)
-        return `Waiting for a decision until ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(no deadline)'}.`;
+      // With stages, the quorum is the current stage's, and so are the approvals counted towards it.
+      const approvals = approval.votes.filter((vote) => vote.verdict === 'approved' && vote.stage === (approval.stage?.index ?? null));
+      const stage = describeStage(approval);
+      const until = approval.expiresAt ? formatUtc(approval.expiresAt) : '(no deadline)';
+      if (approvals.length === 0) return `${stage ? `${stage}: w` : 'W'}aiting for a decision until ${until}.`;
       const who = approvals.map((vote) => describeDecider({ decidedBy: vote.by })).join(', ');
-      return `${approvals.length} of ${approval.quorum} approvals so far (${who}); waiting until ${approval.expiresAt ? formatUtc(approval.expiresAt) : '(no deadline)'}.`;
+      return `${stage ? `${stage}: ` : ''}${approvals.length} of ${approval.quorum} approvals so far (${who}); waiting until ${until}.`;
     }
   }
 }

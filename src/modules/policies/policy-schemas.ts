@@ -47,6 +47,44 @@ export const reviewersSchema = z
   })
   .meta({ description: 'Who may decide: members whose role is listed, or whose email is. Default: reviewers and admins.' });
 
+const DEFAULT_REVIEWERS: Reviewers = { roles: ['reviewer', 'admin'], members: [] };
+type Reviewers = z.output<typeof reviewersSchema>;
+
+const quorumSchema = z.number().int().min(1).max(10);
+
+/** The most stages of reviewers a policy may name (docs/policies.md#stages). */
+export const MAX_STAGES = 5;
+
+/** One stage of reviewers, decided in turn (docs/policies.md#stages). */
+export const reviewStageSchema = z
+  .strictObject({
+    name: storableString('name').min(1).max(100).meta({ description: 'What the stage is called where reviewers see it.' }),
+    reviewers: reviewersSchema.refine(
+      (reviewers) => reviewers.roles.length + reviewers.members.length > 0,
+      'a stage must name at least one role or member as its reviewers',
+    ),
+    quorum: quorumSchema.default(1).meta({ description: 'Distinct approvals this stage needs before the next one begins.' }),
+  })
+  .meta({ id: 'ReviewStage' });
+export type ReviewStage = z.output<typeof reviewStageSchema>;
+
+const stagesSchema = z
+  .array(reviewStageSchema)
+  .min(1, 'stages must name at least one stage')
+  .max(MAX_STAGES, `stages may name at most ${MAX_STAGES} stages`)
+  .superRefine((stages, context) => {
+    const seen = new Set<string>();
+    for (const [index, stage] of stages.entries()) {
+      if (seen.has(stage.name))
+        context.addIssue({ code: 'custom', path: [index, 'name'], message: `stage names must not repeat ('${stage.name}')` });
+      seen.add(stage.name);
+    }
+  })
+  .meta({
+    description:
+      'Stages of reviewers decided in turn, each with its own reviewers and quorum, instead of reviewers and quorum; a rejection or a request for changes in any stage settles the request.',
+  });
+
 const policyFields = z
   .object({
     rules: z.array(policyRuleSchema).max(100).default([]),
@@ -54,8 +92,12 @@ const policyFields = z
     timeoutSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).default(3600),
     onTimeout: z.enum(['expire', 'escalate']).default('expire'),
     escalateTo: policyKey('escalateTo').nullable().default(null),
-    reviewers: reviewersSchema.default({ roles: ['reviewer', 'admin'], members: [] }),
-    quorum: z.number().int().min(1).max(10).default(1).meta({ description: 'Distinct approvals a request needs; one rejection rejects.' }),
+    reviewers: reviewersSchema.optional().meta({ description: 'Default: reviewers and admins. Not with stages.' }),
+    quorum: quorumSchema
+      .optional()
+      .meta({ description: 'Distinct approvals a request needs; one rejection rejects. Default 1. Not with stages.' }),
+    // null as the API shows a policy without stages, so that a policy read can be saved back as it is.
+    stages: stagesSchema.nullable().optional(),
     allowSelfApproval: z
       .boolean()
       .default(false)
@@ -69,42 +111,92 @@ const policyFields = z
   })
   .strict();
 
+type DecisionRulesInput = { reviewers?: Reviewers | undefined; quorum?: number | undefined; stages?: ReviewStage[] | null | undefined };
+
+/**
+ * A policy as the service keeps it: `stages` null for one set of reviewers, and `reviewers` and
+ * `quorum` always there, with stages stage 1's: who decides a new request first.
+ */
+type WithDecisionRules<Document extends DecisionRulesInput> = Omit<Document, keyof DecisionRulesInput> & {
+  reviewers: Reviewers;
+  quorum: number;
+  stages: ReviewStage[] | null;
+};
+
+/** Stages replace reviewers and quorum: a document giving both is refused, naming `stages`. */
+function withDecisionRules<Document extends DecisionRulesInput>(document: Document, context: z.RefinementCtx): WithDecisionRules<Document> {
+  const { reviewers, quorum, stages, ...rest } = document;
+  if (!stages) return { ...rest, reviewers: reviewers ?? DEFAULT_REVIEWERS, quorum: quorum ?? 1, stages: null };
+  if (reviewers !== undefined || quorum !== undefined) {
+    context.addIssue({
+      code: 'custom',
+      path: ['stages'],
+      message: `stages replace ${reviewers !== undefined ? 'reviewers' : 'quorum'}: give each stage its reviewers and quorum, and leave out the top-level reviewers and quorum`,
+    });
+    return z.NEVER;
+  }
+  return { ...rest, reviewers: stages[0]!.reviewers, quorum: stages[0]!.quorum, stages };
+}
+
+const shadowDocumentSchema = policyFields.transform(withDecisionRules);
+
+/** What a policy asks of the time after creation: reminders, standing approvals. A shadow has none. */
+const followUpFields = {
+  remindAfterSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
+    description:
+      'Seconds after a request (or its revision) is made at which the reviewers who have not voted are reminded on their channels; none when null.',
+  }),
+  standingApproval: z
+    .strictObject({
+      maxSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .max(MAX_STANDING_SECONDS)
+        .meta({ description: 'The longest a reviewer may approve "the same again" for (60 s to 24 h).' }),
+    })
+    .nullable()
+    .default(null)
+    .meta({
+      description:
+        'Lets a reviewer approving a request (needing one approval) approve identical later requests for up to maxSeconds; see docs/policies.md#standing-approvals. None when null.',
+    }),
+  remindEverySeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
+    description: 'Seconds between further reminders, until the request is settled or expires; one reminder only when null.',
+  }),
+};
+
 export const policyDocumentSchema = policyFields
   .extend({
-    remindAfterSeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
-      description:
-        'Seconds after a request (or its revision) is made at which the reviewers who have not voted are reminded on their channels; none when null.',
-    }),
-    standingApproval: z
-      .strictObject({
-        maxSeconds: z
-          .number()
-          .int()
-          .min(60)
-          .max(MAX_STANDING_SECONDS)
-          .meta({ description: 'The longest a reviewer may approve "the same again" for (60 s to 24 h).' }),
-      })
-      .nullable()
-      .default(null)
-      .meta({
-        description:
-          'Lets a reviewer approving a request (needing one approval) approve identical later requests for up to maxSeconds; see docs/policies.md#standing-approvals. None when null.',
-      }),
-    remindEverySeconds: z.number().int().min(1).max(MAX_TIMEOUT_SECONDS).nullable().default(null).meta({
-      description: 'Seconds between further reminders, until the request is settled or expires; one reminder only when null.',
-    }),
-    shadow: policyFields.nullable().default(null).meta({
+    ...followUpFields,
+    shadow: shadowDocumentSchema.nullable().default(null).meta({
       description:
         'A draft evaluated beside this policy at every creation, its outcome recorded, never deciding; see GET /v1/policies/{key}/shadow.',
     }),
   })
   .strict()
+  .transform(withDecisionRules)
   .meta({ id: 'PolicyDocument' });
 export type PolicyDocument = z.output<typeof policyDocumentSchema>;
 export type PolicyOutcome = PolicyDocument['defaultOutcome'];
 
-export const policyViewSchema = policyDocumentSchema
+/** A policy document as the API shows it: with stages, no top-level reviewers and quorum (docs/policies.md#stages). */
+const publicPolicyFields = policyFields.extend({ stages: stagesSchema.nullable() });
+const publicFollowUpFields = z.object(followUpFields);
+export type PublicPolicyDocument = z.output<typeof publicPolicyFields> &
+  z.output<typeof publicFollowUpFields> & { shadow: z.output<typeof publicPolicyFields> | null };
+
+/** What the API shows of a policy the service keeps: its stages, or its reviewers and quorum. */
+export function publicPolicyDocument(document: PolicyDocument): PublicPolicyDocument {
+  const shown = <Kept extends WithDecisionRules<DecisionRulesInput>>({ reviewers, quorum, ...rest }: Kept) =>
+    rest.stages ? rest : { ...rest, reviewers, quorum };
+  return { ...shown(document), shadow: document.shadow && shown(document.shadow) };
+}
+
+export const policyViewSchema = publicPolicyFields
   .extend({
+    ...followUpFields,
+    shadow: publicPolicyFields.nullable(),
     key: z.string(),
     version: z.number().int().min(1).meta({ description: 'Counts every PUT under this key, from 1, never reused (also after a DELETE).' }),
     createdAt: z.iso.datetime(),

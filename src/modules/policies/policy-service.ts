@@ -4,18 +4,20 @@ import { ConflictError, NotFoundError, ValidationError } from '../../lib/errors.
 import { limitReached } from '../orgs/org-limits.js';
 import { principalKey, type Tenant } from '../orgs/tenant.js';
 import { checkPolicyRules, evaluatePolicies, evaluatePolicy, type RuleInput } from './policy-rules.js';
-import type {
-  PolicyDocument,
-  PolicyEvaluation,
-  PolicyEvaluationInput,
-  PolicyListQuery,
-  PolicyReadQuery,
-  PolicyReplay,
-  PolicyReplayInput,
-  PolicyVersionListQuery,
-  PolicyVersionView,
-  PolicyView,
-  ShadowSummary,
+import {
+  publicPolicyDocument,
+  type PolicyDocument,
+  type PolicyEvaluation,
+  type PolicyEvaluationInput,
+  type PolicyListQuery,
+  type PolicyReadQuery,
+  type PolicyReplay,
+  type PolicyReplayInput,
+  type PolicyVersionListQuery,
+  type PolicyVersionView,
+  type PolicyView,
+  type PublicPolicyDocument,
+  type ShadowSummary,
 } from './policy-schemas.js';
 import { MAX_SHADOW_EXAMPLES } from './policy-schemas.js';
 import { PolicyStore, type Policy, type PolicyVersion } from './policy-store.js';
@@ -113,7 +115,7 @@ export class PolicyService {
     const policy = await this.store(tenant).upsert(key, document, {
       type: 'policy.updated',
       actor: tenant.actor,
-      data: { policyKey: key, policy: document },
+      data: { policyKey: key, policy: publicPolicyDocument(document) },
       createdAt: new Date(),
     });
     if (policy === 'limit_reached') throw limitReached('policies');
@@ -248,6 +250,7 @@ function toDocument(policy: Policy): PolicyDocument {
     quorum: policy.quorum,
     allowSelfApproval: policy.allowSelfApproval,
     channels: policy.channels as PolicyDocument['channels'],
+    stages: policy.stages as PolicyDocument['stages'],
     remindAfterSeconds: policy.remindAfterSeconds,
     remindEverySeconds: policy.remindEverySeconds,
     standingApproval: policy.standingApprovalMaxSeconds === null ? null : { maxSeconds: policy.standingApprovalMaxSeconds },
@@ -264,7 +267,7 @@ function toView(policy: Policy): PolicyView {
   return {
     key: policy.key,
     version: policy.version,
-    ...toDocument(policy),
+    ...publicPolicyDocument(toDocument(policy)),
     createdAt: policy.createdAt.toISOString(),
     updatedAt: policy.updatedAt.toISOString(),
   };
@@ -275,8 +278,8 @@ function toVersionView(stored: PolicyVersion): PolicyVersionView {
   return {
     key: stored.key,
     version: stored.version,
-    // Versions stored before shadows existed have none.
-    ...({ shadow: null, ...(stored.document as object) } as PolicyDocument),
+    // Versions stored before shadows (or stages) existed have none.
+    ...({ shadow: null, stages: null, ...(stored.document as object) } as PublicPolicyDocument),
     createdAt: stored.policyCreatedAt.toISOString(),
     updatedAt: stored.createdAt.toISOString(),
     changedBy: stored.changedBy as PolicyVersionView['changedBy'],

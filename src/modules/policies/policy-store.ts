@@ -5,7 +5,7 @@ import { Prisma, type Policy, type PolicyVersion } from '../../generated/prisma/
 import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import { ORG_LIMITS } from '../orgs/org-limits.js';
-import type { PolicyDocument } from './policy-schemas.js';
+import { publicPolicyDocument, type PolicyDocument } from './policy-schemas.js';
 
 export type { Policy, PolicyVersion };
 
@@ -27,6 +27,7 @@ export const POLICY_COLUMNS = {
   quorum: 'quorum',
   allowSelfApproval: 'allow_self_approval',
   channels: 'channels',
+  stages: 'stages',
   remindAfterSeconds: 'remind_after_seconds',
   remindEverySeconds: 'remind_every_seconds',
   standingApprovalMaxSeconds: 'standing_approval_max_seconds',
@@ -137,6 +138,7 @@ export class PolicyStore {
       quorum: document.quorum,
       allowSelfApproval: document.allowSelfApproval,
       channels: document.channels,
+      stages: document.stages,
       remindAfterSeconds: document.remindAfterSeconds,
       remindEverySeconds: document.remindEverySeconds,
       standingApprovalMaxSeconds: document.standingApproval?.maxSeconds ?? null,
@@ -160,7 +162,7 @@ export class PolicyStore {
             shadowSince: document.shadow ? event.createdAt : null,
           }),
         ),
-        JSON.stringify({ document, changedBy: changedByOf(event.actor), createdAt: event.createdAt }),
+        JSON.stringify({ document: publicPolicyDocument(document), changedBy: changedByOf(event.actor), createdAt: event.createdAt }),
         JSON.stringify(serialized),
         ORG_LIMITS.policies,
       ],

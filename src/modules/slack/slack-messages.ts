@@ -82,6 +82,7 @@ export function approvalMessage(approval: ApprovalView, consoleUrl: string, chan
   const facts = [
     `*Agent:* ${slackEscape(approval.agent ?? '(not given)')}`,
     `*Policy key:* ${slackEscape(approval.policyKey)}`,
+    ...(approval.stage ? [`*Stage:* ${approval.stage.index} (${slackEscape(approval.stage.name)})`] : []),
     ...(approval.expiresAt ? [`*Expires:* ${slackDate(approval.expiresAt)}`] : []),
     ...(approval.quorum > 1 ? [`*Approvals needed:* ${approval.quorum}`] : []),
   ];

@@ -71,6 +71,7 @@ export function approvalCard(
     ...revisionLines,
     fact('Agent', approval.agent ?? '(not given)'),
     fact('Policy key', approval.policyKey),
+    ...(approval.stage ? [fact('Stage', `${approval.stage.index} (${approval.stage.name})`)] : []),
     ...(approval.expiresAt ? [fact('Expires', formatUtc(approval.expiresAt))] : []),
     ...(approval.quorum > 1 ? [fact('Approvals needed', String(approval.quorum))] : []),
     plain([shownPayload(approval.payload).text, { fontType: 'Monospace' }]),
