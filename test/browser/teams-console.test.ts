@@ -1,8 +1,17 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchBrowser, screenshot, signIn, unnamedControls } from '../support/browser.js';
-import { APP_ID, APP_SECRET, CHANNEL_ID, TEAM_ID, TENANT_ID, startBotFramework, type BotFramework } from '../support/bot-framework.js';
+import {
+  APP_ID,
+  APP_SECRET,
+  CHANNEL_ID,
+  makeCertificate,
+  TEAM_ID,
+  TENANT_ID,
+  startBotFramework,
+  type BotFramework,
+} from '../support/bot-framework.js';
 import { createMember, type TestMember } from '../support/members.js';
 import { createTestEnv, type TestEnv, type TestOrg } from '../support/test-env.js';
 
@@ -45,7 +54,7 @@ describe('connecting Microsoft Teams in the console', () => {
     await form.waitFor();
     expect(await unnamedControls(page)).toEqual([]);
     await page.getByLabel('Microsoft App ID').fill(APP_ID);
-    await page.getByLabel('Client secret').fill('not-the-secret');
+    await page.getByLabel('Client secret', { exact: true }).fill('not-the-secret');
     await page.getByLabel('Tenant ID').fill(TENANT_ID);
     await page.getByLabel('Team ID').fill(TEAM_ID);
     await page.getByLabel('Channel ID').fill(CHANNEL_ID);
@@ -57,7 +66,7 @@ describe('connecting Microsoft Teams in the console', () => {
       .waitFor();
     expect(await env.services.db.teamsIntegration.findUnique({ where: { orgId: org.orgId } })).toBeNull();
 
-    await page.getByLabel('Client secret').fill(APP_SECRET);
+    await page.getByLabel('Client secret', { exact: true }).fill(APP_SECRET);
     await screenshot(page, 'teams-connect');
     await page.getByRole('button', { name: 'Connect and check' }).click();
     await page.getByRole('button', { name: 'Replace credentials…' }).waitFor();
@@ -72,6 +81,30 @@ describe('connecting Microsoft Teams in the console', () => {
     await page.getByRole('button', { name: 'Disconnect Teams' }).click();
     await form.waitFor();
     expect(await env.services.db.teamsIntegration.findUnique({ where: { orgId: org.orgId } })).toBeNull();
+    await context.close();
+  });
+
+  it('connects with a certificate instead, and shows it by thumbprint and expiry, never its key', async () => {
+    const credential = makeCertificate({ from: new Date(Date.now() - 86_400_000), until: new Date(Date.now() + 30 * 86_400_000) });
+    bot.registerCertificate(credential.certificate);
+    const { context, page } = await signIn(browser, env, carol);
+    await page.goto('/console/integrations');
+    await page.getByRole('form', { name: 'Connect Microsoft Teams' }).waitFor();
+    await page.getByLabel('a certificate', { exact: true }).check();
+    expect(await page.getByLabel('Client secret', { exact: true }).count()).toBe(0);
+    await page.getByLabel('Microsoft App ID').fill(APP_ID);
+    await page.getByLabel('Tenant ID').fill(TENANT_ID);
+    await page.getByLabel('Team ID').fill(TEAM_ID);
+    await page.getByLabel('Channel ID').fill(CHANNEL_ID);
+    await page.getByLabel('Certificate (PEM)').fill(credential.certificate);
+    await page.getByLabel(/^Private key/).fill(credential.privateKey);
+    await page.getByRole('button', { name: 'Connect and check' }).click();
+    await page.getByRole('button', { name: 'Replace credentials…' }).waitFor();
+    const thumbprint = new X509Certificate(credential.certificate).fingerprint256.replaceAll(':', '');
+    expect(await page.locator('dl.facts').innerText()).toContain(thumbprint);
+    expect(await page.content()).not.toContain(credential.privateKey.split('\n')[1]);
+    await screenshot(page, 'teams-connected-certificate');
+    await env.services.db.teamsIntegration.delete({ where: { orgId: org.orgId } });
     await context.close();
   });
 

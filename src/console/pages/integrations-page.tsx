@@ -97,13 +97,26 @@ function TeamsFacts({ connection }: { connection: TeamsIntegrationView }) {
       <dd className="mono break">{connection.teamId}</dd>
       <dt>Channel</dt>
       <dd className="mono break">{connection.channelId}</dd>
+      <dt>Signs in with</dt>
+      <dd>
+        {connection.credential.type === 'secret' ? (
+          'a client secret'
+        ) : (
+          <>
+            a certificate, thumbprint <span className="mono break">{connection.credential.thumbprintSha256}</span>, valid until{' '}
+            {formatTime(connection.credential.expiresAt)}
+          </>
+        )}
+      </dd>
       <dt>Connected</dt>
       <dd>{formatTime(connection.connectedAt)}</dd>
     </dl>
   );
 }
 
-const FIELDS: { name: keyof TeamsIntegrationInput; label: string; hint: string; secret?: boolean }[] = [
+type TextField = 'appId' | 'appSecret' | 'tenantId' | 'teamId' | 'channelId';
+
+const FIELDS: { name: TextField; label: string; hint: string; secret?: boolean }[] = [
   { name: 'appId', label: 'Microsoft App ID', hint: "The bot's Entra application (client) id, a GUID." },
   { name: 'appSecret', label: 'Client secret', hint: 'Sealed at rest and never shown again.', secret: true },
   { name: 'tenantId', label: 'Tenant ID', hint: 'Your Entra tenant; activities from other tenants are refused.' },
@@ -113,17 +126,33 @@ const FIELDS: { name: keyof TeamsIntegrationInput; label: string; hint: string; 
 
 /** The bot's credentials and where to post; the service checks them with Entra before it keeps them. */
 function TeamsForm({ current, onConnected }: { current: TeamsIntegrationView | null; onConnected(view: TeamsIntegrationView): void }) {
-  const [input, setInput] = useState<TeamsIntegrationInput>({
+  const [input, setInput] = useState<Record<TextField, string>>({
     appId: current?.appId ?? '',
     appSecret: '',
     tenantId: current?.tenantId ?? '',
     teamId: current?.teamId ?? '',
     channelId: current?.channelId ?? '',
   });
-  const connect = useAction(async () => onConnected(await api.integrations.teams.connect(input)));
+  const [credential, setCredential] = useState<'secret' | 'certificate'>(current?.credential.type ?? 'secret');
+  const [certificate, setCertificate] = useState({ certificate: '', privateKey: '' });
+  const connect = useAction(async () => {
+    const { appSecret, ...where } = input;
+    const body: TeamsIntegrationInput = credential === 'secret' ? { ...where, appSecret } : { ...where, certificate };
+    onConnected(await api.integrations.teams.connect(body));
+  });
+  const shown = FIELDS.filter((field) => credential === 'secret' || field.name !== 'appSecret');
   return (
     <form className="stack" onSubmit={connect.submit} aria-label="Connect Microsoft Teams">
-      {FIELDS.map((field) => (
+      <fieldset className="inline">
+        <legend>The bot signs in to Entra with</legend>
+        {(['secret', 'certificate'] as const).map((type) => (
+          <label key={type} className="inline">
+            <input type="radio" name="credential" checked={credential === type} onChange={() => setCredential(type)} />
+            {type === 'secret' ? 'a client secret' : 'a certificate'}
+          </label>
+        ))}
+      </fieldset>
+      {shown.map((field) => (
         <div key={field.name}>
           <label>
             {field.label}
@@ -143,6 +172,30 @@ function TeamsForm({ current, onConnected }: { current: TeamsIntegrationView | n
           </span>
         </div>
       ))}
+      {credential === 'certificate' && (
+        <>
+          <label>
+            Certificate (PEM)
+            <textarea
+              className="mono"
+              rows={4}
+              required
+              value={certificate.certificate}
+              onChange={(event) => setCertificate({ ...certificate, certificate: event.target.value })}
+            />
+          </label>
+          <label>
+            Private key (PEM, unencrypted; sealed at rest and never shown again)
+            <textarea
+              className="mono"
+              rows={4}
+              required
+              value={certificate.privateKey}
+              onChange={(event) => setCertificate({ ...certificate, privateKey: event.target.value })}
+            />
+          </label>
+        </>
+      )}
       <ProblemMessage error={connect.error} />
       <button type="submit" className="primary" disabled={connect.pending}>
         {current ? 'Replace and check' : 'Connect and check'}
