@@ -3,6 +3,7 @@ import { CONSUMER_TASK_COLUMNS } from '../src/consumers/consumer-task-store.js';
 import type { ColumnMap } from '../src/data/columns.js';
 import type { Approval, Member, Policy } from '../src/generated/prisma/client.js';
 import { APPROVAL_COLUMNS } from '../src/modules/approvals/approval-store.js';
+import { STANDING_APPROVAL_COLUMNS } from '../src/modules/approvals/standing-approval-store.js';
 import {
   AUDIT_CHAIN_HEAD_COLUMNS,
   AUDIT_CHECKPOINT_COLUMNS,
@@ -18,6 +19,7 @@ import { DECISION_LINK_COLUMNS } from '../src/modules/links/decision-link-store.
 import { MEMBER_COLUMNS, SESSION_COLUMNS } from '../src/modules/members/member-columns.js';
 import { SIGN_IN_ATTEMPT_COLUMNS } from '../src/modules/members/member-store.js';
 import { NOTIFICATION_COLUMNS } from '../src/modules/notifications/notification-store.js';
+import { APPROVAL_REMINDER_COLUMNS } from '../src/modules/notifications/reminder-store.js';
 import { OUTBOX_MESSAGE_COLUMNS } from '../src/modules/outbox/outbox-columns.js';
 import { API_KEY_COLUMNS, ORGANIZATION_COLUMNS } from '../src/modules/orgs/org-columns.js';
 import { SLACK_INTEGRATION_COLUMNS, SLACK_LINK_TOKEN_COLUMNS } from '../src/modules/slack/slack-columns.js';
@@ -30,6 +32,7 @@ import { createTestEnv, type TestEnv } from './support/test-env.js';
 const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   api_keys: API_KEY_COLUMNS,
   approval_notifications: NOTIFICATION_COLUMNS,
+  approval_reminders: APPROVAL_REMINDER_COLUMNS,
   approvals: APPROVAL_COLUMNS,
   audit_chain_heads: AUDIT_CHAIN_HEAD_COLUMNS,
   audit_checkpoints: AUDIT_CHECKPOINT_COLUMNS,
@@ -48,6 +51,7 @@ const MAPPED_TABLES: Record<string, ColumnMap<unknown>> = {
   sessions: SESSION_COLUMNS,
   slack_integrations: SLACK_INTEGRATION_COLUMNS,
   slack_link_tokens: SLACK_LINK_TOKEN_COLUMNS,
+  standing_approvals: STANDING_APPROVAL_COLUMNS,
   teams_integrations: TEAMS_INTEGRATION_COLUMNS,
   teams_link_tokens: TEAMS_LINK_TOKEN_COLUMNS,
   webhook_deliveries: WEBHOOK_DELIVERY_COLUMNS,

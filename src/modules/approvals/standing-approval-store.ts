@@ -1,3 +1,4 @@
+import { selectList, type ColumnMap } from '../../data/columns.js';
 import { transactionSql, type Database, type Sql } from '../../data/database.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import type { StandingApproval } from '../../generated/prisma/client.js';
@@ -11,16 +12,48 @@ export type StandingOutcome = VoteOutcome | 'standing_inactive';
 /** A grant as it is written: the row by column, but for the requester, which the database reads from the approval. */
 export type StandingGrant = Omit<StandingApproval, 'requesterKey' | 'revokedAt' | 'revokedBy'>;
 
-const VIEW_COLUMNS = `id, policy_key AS "policyKey", action, agent, requester_key AS requester, payload_hash AS "payloadHash",
-  payload_fields AS fields, granted_by AS "grantedBy", source_approval_id AS "sourceApprovalId", created_at AS "createdAt",
-  expires_at AS "expiresAt", revoked_at AS "revokedAt", revoked_by AS "revokedBy",
-  revoked_at IS NULL AND expires_at > clock_timestamp() AS active`;
+// Columns of the table read with raw SQL; see ColumnMap for why a new one cannot be left out.
+export const STANDING_APPROVAL_COLUMNS = {
+  id: 'id',
+  orgId: 'org_id',
+  policyKey: 'policy_key',
+  action: 'action',
+  agent: 'agent',
+  requesterKey: 'requester_key',
+  payloadHash: 'payload_hash',
+  payloadFields: 'payload_fields',
+  grantedBy: 'granted_by',
+  channel: 'channel',
+  sourceApprovalId: 'source_approval_id',
+  createdAt: 'created_at',
+  expiresAt: 'expires_at',
+  revokedAt: 'revoked_at',
+  revokedBy: 'revoked_by',
+} as const satisfies ColumnMap<StandingApproval>;
 
 type ViewRow = Omit<StandingApprovalView, 'createdAt' | 'expiresAt' | 'revokedAt'> & {
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
 };
+
+const columns = STANDING_APPROVAL_COLUMNS;
+const VIEW_COLUMNS = selectList<ViewRow>({
+  id: columns.id,
+  policyKey: columns.policyKey,
+  action: columns.action,
+  agent: columns.agent,
+  requester: columns.requesterKey,
+  payloadHash: columns.payloadHash,
+  fields: columns.payloadFields,
+  grantedBy: columns.grantedBy,
+  sourceApprovalId: columns.sourceApprovalId,
+  createdAt: columns.createdAt,
+  expiresAt: columns.expiresAt,
+  revokedAt: columns.revokedAt,
+  revokedBy: columns.revokedBy,
+  active: `${columns.revokedAt} IS NULL AND ${columns.expiresAt} > clock_timestamp()`,
+});
 
 const toView = (row: ViewRow): StandingApprovalView => ({
   ...row,

@@ -1,4 +1,18 @@
+import { pickColumns, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import type { ApprovalReminder } from '../../generated/prisma/client.js';
+
+// Columns of the table read with raw SQL; see ColumnMap for why a new one cannot be left out.
+export const APPROVAL_REMINDER_COLUMNS = {
+  approvalId: 'approval_id',
+  orgId: 'org_id',
+  revision: 'revision',
+  point: 'point',
+  dueAt: 'due_at',
+  everySeconds: 'every_seconds',
+} as const satisfies ColumnMap<ApprovalReminder>;
+
+const DUE_REMINDER_COLUMNS = selectList(pickColumns(APPROVAL_REMINDER_COLUMNS, ['orgId', 'approvalId', 'revision', 'point']));
 
 /** A reminder point that has fallen due: the `point`th reminder of the approval's `revision`. */
 export interface DueReminder {
@@ -46,7 +60,7 @@ export class ReminderStore {
   due(limit: number): Promise<DueReminder[]> {
     return this.sql.query<DueReminder>(
       'reminders-due',
-      `SELECT org_id AS "orgId", approval_id AS "approvalId", revision, point FROM approval_reminders
+      `SELECT ${DUE_REMINDER_COLUMNS} FROM approval_reminders
        WHERE due_at <= clock_timestamp() ORDER BY due_at LIMIT $1`,
       [limit],
     );
