@@ -108,6 +108,29 @@ describe('expiry', () => {
     }
   });
 
+  it("writes an organization's expiries falling due together in shared commits, each once", async () => {
+    const batchSizes = async () => {
+      const { values } = await env.services.metrics.writeBatchSize.get();
+      const of = (name: string) =>
+        values.find((value) => value.metricName === `approval_gate_write_batch_size_${name}` && value.labels.operation === 'timeout')
+          ?.value ?? 0;
+      return { items: of('sum'), batches: of('count') };
+    };
+    const before = await batchSizes();
+    const approvals = await Promise.all(Array.from({ length: 40 }, () => create('short')));
+    const settled = await Promise.all(approvals.map((approval) => waitForSettlement(approval.id)));
+    expect(settled.map((approval) => approval.status)).toEqual(approvals.map(() => 'expired'));
+    const after = await batchSizes();
+    expect(after.items - before.items).toBe(40);
+    // One commit per expiry made them queue behind each other on the organization's chain head.
+    expect(after.batches - before.batches).toBeLessThan(40);
+    const chain = await readChain(env.services.db, org.orgId);
+    expect(chainProblem(chain)).toBeNull();
+    for (const approval of approvals) {
+      expect(chain.filter((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id)).toHaveLength(1);
+    }
+  });
+
   it('gives a decision racing the expiry exactly one winner', async () => {
     const approvals = await Promise.all(Array.from({ length: 20 }, () => create('short')));
     const deadline = Math.max(...approvals.map((a) => Date.parse(a.expiresAt!)));

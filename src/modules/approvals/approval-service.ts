@@ -359,7 +359,7 @@ export class ApprovalService {
     const { settlement, events } = timeOutApproval(approval, actor, now, successor);
     const settled = successor
       ? await store.settleWithSuccessor(id, settlement, events, successor)
-      : await store.settle(id, settlement, events, 'reached');
+      : await this.writes.timeOut(orgId, id, settlement, events);
     if (!settled) {
       // Either another caller won, or the database clock has not reached the deadline yet.
       const current = await store.findById(id);

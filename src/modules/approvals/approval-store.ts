@@ -119,15 +119,6 @@ export class ApprovalStore {
   }
 
   /**
-   * Moves a pending approval to a terminal state with its audit events. Returns false when it
-   * was no longer pending, or not on the required side of its deadline: a decision needs
-   * `before` (expiresAt still ahead), a timeout needs `reached`.
-   */
-  settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: Deadline): Promise<boolean> {
-    return settleApproval(this.sql, this.orgId, id, settlement, events, deadline);
-  }
-
-  /**
    * What ag_cast_vote would answer this voter now, without voting: 'not_pending', a refusal,
    * 'duplicate_voter', or null when the vote would be cast. Checked in the function's order.
    */
