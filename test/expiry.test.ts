@@ -243,6 +243,7 @@ describe('deadline watcher', () => {
       const handedOver = async () => (await expiries.getJobs(['waiting'])).map((job) => job.data.approvalId as string).sort();
       const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
         maxWaitMs: 10_000,
+        aheadMs: 0,
         pageSize: 5,
       });
       // Deadlines are in milliseconds, so two can tie: the id breaks the tie, as in the watcher's walk.
@@ -261,7 +262,11 @@ describe('deadline watcher', () => {
       expect(waitMs).toBeLessThanOrEqual(untilLater + 500);
 
       // What was handed over is not read again; the wait is capped at maxWaitMs.
-      const capped = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, { maxWaitMs: 200, pageSize: 5 });
+      const capped = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
+        maxWaitMs: 200,
+        aheadMs: 0,
+        pageSize: 5,
+      });
       await expiries.obliterate({ force: true });
       expect(await watcher.handOverDue()).toBeGreaterThan(0);
       expect(await handedOver()).toEqual([]);
@@ -269,6 +274,45 @@ describe('deadline watcher', () => {
       expect(await handedOver()).toEqual(byDeadline.slice(0, 5).sort());
       expect(await capped.handOverDue()).toBe(0);
       expect(await capped.handOverDue()).toBe(200); // the later deadline is seconds away
+    } finally {
+      await quiet.close();
+    }
+  });
+});
+
+describe('deadline watcher, handing over ahead', () => {
+  it('hands a deadline closer than aheadMs over as a job delayed until it falls due, and no other', async () => {
+    const quiet = await createTestEnv();
+    try {
+      const owner = await quiet.createOrg();
+      await owner.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
+      await owner.request('put', '/v1/policies/later').send({ timeoutSeconds: 10 }).expect(200);
+      const createUnder = async (policyKey: string) =>
+        (await owner.request('post', '/v1/approvals').send({ action: 'deploy', payload: {}, policyKey }).expect(201)).body as View;
+      await createUnder('later');
+      const soon = await createUnder('short');
+      const deadline = Date.parse(soon.expiresAt!);
+
+      const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
+        maxWaitMs: 400,
+        aheadMs: 3_000,
+        pageSize: 10,
+      });
+      const expiries = quiet.services.jobs.queue(approvalExpiryJob);
+      const handedOver = () => expiries.getJobs(['delayed', 'waiting']);
+      // The later deadline is about 10 s off, 7 s before it comes within 3 s: the wait is capped.
+      expect(await watcher.handOverDue()).toBe(400);
+      const [job, ...others] = await handedOver();
+      expect(others).toEqual([]);
+      expect(job!.data).toEqual({ orgId: owner.orgId, approvalId: soon.id });
+      const dueAt = job!.timestamp + (job!.opts.delay ?? 0);
+      // Never before the deadline (the job would only wait again); late by no more than the look.
+      expect(dueAt).toBeGreaterThanOrEqual(deadline - 1);
+      expect(dueAt).toBeLessThan(deadline + 500);
+
+      // Handed over once: the next look passes it by.
+      await watcher.handOverDue();
+      expect((await handedOver()).map((handed) => handed.id)).toEqual([job!.id]);
     } finally {
       await quiet.close();
     }

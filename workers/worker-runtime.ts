@@ -119,6 +119,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
   if (roles.includes(approvalExpiryJob.queue)) {
     const watcher = new DeadlineWatcher(services.sql, services.jobs, logger, {
       maxWaitMs: config.EXPIRY_WATCH_INTERVAL_MS,
+      aheadMs: config.EXPIRY_WATCH_INTERVAL_MS,
       pageSize: DEADLINE_PAGE_SIZE,
     });
     runUntilStopped((stop) => watcher.run(stop));

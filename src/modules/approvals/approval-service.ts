@@ -350,7 +350,8 @@ export class ApprovalService {
    */
   async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
     const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
-    const approval = await store.findById(id);
+    // Batched with the reads of the other expiries running in this process, as their writes are.
+    const approval = await this.lookups.findById(orgId, id);
     if (!approval || !DEADLINE_RUNS.has(approval.status) || !approval.expiresAt) return { kind: 'not_pending' };
     const now = new Date();
     if (approval.expiresAt > now) return { kind: 'not_due', dueAt: approval.expiresAt };
