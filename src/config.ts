@@ -70,8 +70,9 @@ const environmentSchema = z.object({
    */
   EXPIRY_CONCURRENCY: positiveInt.default(100),
   /**
-   * The longest a worker's deadline watcher waits before it looks at the pending deadlines again;
-   * below the shortest timeout (1 s), so that every deadline is seen before it falls due.
+   * The longest a worker's deadline watcher waits before it looks at the pending deadlines again,
+   * and how far ahead of a deadline it hands the approval over (as a delayed job); below the
+   * shortest timeout (1 s), so that every deadline is seen before it falls due.
    */
   EXPIRY_WATCH_INTERVAL_MS: positiveInt.max(500).default(250),
   /** Jobs of each event consumer (src/consumers/) one worker process runs at once. */
