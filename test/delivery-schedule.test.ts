@@ -69,6 +69,27 @@ describe('endpoint slots', () => {
     expect(await waiting).toBe(true);
     expect(await slots.acquireWithin('endpoint-d', 'third', 100)).toBe(false);
   });
+
+  it('keeps attempts waiting for as long as this process keeps freeing the endpoint’s slots', async () => {
+    const slots = new EndpointSlots(redis, prefix, 1, 30_000);
+    const stallMs = 1_000;
+    const holdMs = 300;
+    const holdThenFree = async (holder: string) => {
+      await new Promise((resolve) => setTimeout(resolve, holdMs));
+      await slots.release('endpoint-e', holder);
+    };
+    expect(await slots.acquire('endpoint-e', 'first')).toBe(true);
+    const startedAt = Date.now();
+    const waiters = ['second', 'third', 'fourth', 'fifth'].map(async (holder) => {
+      const acquired = await slots.acquireWithin('endpoint-e', holder, stallMs);
+      if (acquired) await holdThenFree(holder);
+      return acquired;
+    });
+    void holdThenFree('first');
+    expect(await Promise.all(waiters)).toEqual([true, true, true, true]);
+    // The last one waited four holds, longer than the stall, and was not given up on.
+    expect(Date.now() - startedAt).toBeGreaterThan(stallMs + holdMs);
+  });
 });
 
 describe('WORKER_QUEUES', () => {
