@@ -336,6 +336,26 @@ describe('outbox relay', () => {
     expect(await env.services.jobs.queue(webhookDeliveryJob).getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
     await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
   });
+
+  it('fans the events of many concurrent decisions out once each, its passes running side by side', async () => {
+    await org.request('put', '/v1/policies/long').send({ timeoutSeconds: 3600 }).expect(200);
+    const endpoint = await env.services.db.webhookEndpoint.create({
+      data: { orgId: org.orgId, url: 'http://127.0.0.1:9/hook', events: ['approval.approved'], secret: 'whsec_test' },
+    });
+    const approvals = await Promise.all(Array.from({ length: 60 }, () => create('long')));
+    await Promise.all(
+      approvals.map((approval) =>
+        org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200),
+      ),
+    );
+    const eventIds = (await Promise.all(approvals.map((approval) => webhookFor(approval.id, 'approval.approved')))).map((e) => e.id);
+    await eventually(
+      async () => (await env.services.db.outboxMessage.count({ where: { eventId: { in: eventIds }, relayedAt: null } })) === 0,
+    );
+    const deliveries = await env.services.db.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+    expect(deliveries.map((delivery) => delivery.eventId).sort()).toEqual([...eventIds].sort());
+    await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
+  });
 });
 
 async function webhookFor(approvalId: string, type: string) {

@@ -9,6 +9,9 @@ import { OutboxRelay } from './outbox-relay.js';
 import { JOBS, type Services } from '../src/services.js';
 import { processorsFor } from './processors/registry.js';
 
+/** Outbox passes one worker's relay runs at once (see RelayOptions). */
+const RELAY_PASSES_IN_FLIGHT = 2;
+
 /** Due approvals one look of a deadline watcher hands to the expiry queue. */
 const DEADLINE_PAGE_SIZE = 500;
 
@@ -105,6 +108,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       batchSize: config.OUTBOX_BATCH_SIZE,
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
       leaseMs: config.OUTBOX_LEASE_MS,
+      passesInFlight: RELAY_PASSES_IN_FLIGHT,
     });
     const subscriber = createRedis(config.REDIS_URL, 'subscriber', 'outbox-relay', logger);
     connections.push(subscriber);
