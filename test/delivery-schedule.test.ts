@@ -71,24 +71,33 @@ describe('endpoint slots', () => {
   });
 
   it('keeps attempts waiting for as long as this process keeps freeing the endpoint’s slots', async () => {
-    const slots = new EndpointSlots(redis, prefix, 1, 30_000);
+    const holders = ['first', 'second', 'third', 'fourth'];
+    const slots = new EndpointSlots(redis, prefix, holders.length, 30_000);
     const stallMs = 1_000;
-    const holdMs = 300;
-    const holdThenFree = async (holder: string) => {
-      await new Promise((resolve) => setTimeout(resolve, holdMs));
-      await slots.release('endpoint-e', holder);
-    };
-    expect(await slots.acquire('endpoint-e', 'first')).toBe(true);
+    const spacingMs = 400;
+    for (const holder of holders) expect(await slots.acquire('endpoint-e', holder)).toBe(true);
     const startedAt = Date.now();
-    const waiters = ['second', 'third', 'fourth', 'fifth'].map(async (holder) => {
-      const acquired = await slots.acquireWithin('endpoint-e', holder, stallMs);
-      if (acquired) await holdThenFree(holder);
-      return acquired;
-    });
-    void holdThenFree('first');
-    expect(await Promise.all(waiters)).toEqual([true, true, true, true]);
-    // The last one waited four holds, longer than the stall, and was not given up on.
-    expect(Date.now() - startedAt).toBeGreaterThan(stallMs + holdMs);
+    const waiting = ['fifth', 'sixth', 'seventh', 'eighth'].map((holder) => slots.acquireWithin('endpoint-e', holder, stallMs));
+    // One slot freed every 400 ms: the last waiter waits 1.6 s, longer than the stall, never 1 s without one freed.
+    for (const holder of holders) {
+      await new Promise((resolve) => setTimeout(resolve, spacingMs));
+      await slots.release('endpoint-e', holder);
+    }
+    expect(await Promise.all(waiting)).toEqual([true, true, true, true]);
+    expect(Date.now() - startedAt).toBeGreaterThan(stallMs);
+  });
+
+  it('lets no more attempts of this process wait for one endpoint than its limit: the next gives its job back at once', async () => {
+    const slots = new EndpointSlots(redis, prefix, 2, 30_000);
+    expect(await slots.acquire('endpoint-f', 'first')).toBe(true);
+    expect(await slots.acquire('endpoint-f', 'second')).toBe(true);
+    const waiting = ['third', 'fourth'].map((holder) => slots.acquireWithin('endpoint-f', holder, 5_000));
+    const startedAt = Date.now();
+    expect(await slots.acquireWithin('endpoint-f', 'fifth', 5_000)).toBe(false);
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    await slots.release('endpoint-f', 'first');
+    await slots.release('endpoint-f', 'second');
+    expect(await Promise.all(waiting)).toEqual([true, true]);
   });
 });
 

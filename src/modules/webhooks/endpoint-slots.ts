@@ -55,14 +55,17 @@ export class EndpointSlots {
    * holds across them). It gives up once `stallMs` passes without a slot of the endpoint freed by
    * this process (a slow or hanging endpoint, or one whose slots other processes hold). A fixed
    * wait made the attempts behind a full but healthy endpoint give their jobs back again and again,
-   * each time late by the wait and the way back through the queue.
+   * each time late by the wait and the way back through the queue. At most `limit` attempts of this
+   * process wait for one endpoint, and the next gives up at once: waiting, each holds one of the
+   * worker's places, which the other endpoints' deliveries must keep.
    */
   async acquireWithin(endpointId: string, holder: string, stallMs: number): Promise<boolean> {
     if (await this.acquire(endpointId, holder)) return true;
+    const progress = this.progress.get(endpointId) ?? { waiters: 0, freedAt: 0 };
+    if (progress.waiters >= this.limit) return false;
     // Slots freed by other processes, or by a lapsed hold, wake nobody here: look again meanwhile.
     const recheckMs = 20;
     const waitingSince = Date.now();
-    const progress = this.progress.get(endpointId) ?? { waiters: 0, freedAt: 0 };
     progress.waiters++;
     this.progress.set(endpointId, progress);
     try {
