@@ -87,17 +87,22 @@ describe('endpoint slots', () => {
     expect(Date.now() - startedAt).toBeGreaterThan(stallMs);
   });
 
-  it('lets no more attempts of this process wait for one endpoint than its limit: the next gives its job back at once', async () => {
-    const slots = new EndpointSlots(redis, prefix, 2, 30_000);
-    expect(await slots.acquire('endpoint-f', 'first')).toBe(true);
-    expect(await slots.acquire('endpoint-f', 'second')).toBe(true);
-    const waiting = ['third', 'fourth'].map((holder) => slots.acquireWithin('endpoint-f', holder, 5_000));
+  it('lets only as many attempts of this process as the endpoint’s limit wait on while its slots are freed', async () => {
+    const slots = new EndpointSlots(redis, prefix, 1, 30_000);
+    const stallMs = 600;
+    expect(await slots.acquire('endpoint-f', 'held')).toBe(true);
     const startedAt = Date.now();
-    expect(await slots.acquireWithin('endpoint-f', 'fifth', 5_000)).toBe(false);
-    expect(Date.now() - startedAt).toBeLessThan(1_000);
-    await slots.release('endpoint-f', 'first');
-    await slots.release('endpoint-f', 'second');
-    expect(await Promise.all(waiting)).toEqual([true, true]);
+    const timed = (holder: string) =>
+      slots.acquireWithin('endpoint-f', holder, stallMs).then((acquired) => ({ acquired, afterMs: Date.now() - startedAt }));
+    const [waitingOn, beyondTheLimit] = [timed('second'), timed('third')];
+    // A release in this process 400 ms in (of a hold that had lapsed: nothing for the waiters to take).
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await slots.release('endpoint-f', 'lapsed');
+    const [on, beyond] = await Promise.all([waitingOn, beyondTheLimit]);
+    expect(beyond.acquired).toBe(false);
+    expect(beyond.afterMs).toBeLessThan(400 + stallMs);
+    expect(on.acquired).toBe(false);
+    expect(on.afterMs).toBeGreaterThanOrEqual(400 + stallMs - 5);
   });
 });
 

@@ -55,14 +55,15 @@ export class EndpointSlots {
    * holds across them). It gives up once `stallMs` passes without a slot of the endpoint freed by
    * this process (a slow or hanging endpoint, or one whose slots other processes hold). A fixed
    * wait made the attempts behind a full but healthy endpoint give their jobs back again and again,
-   * each time late by the wait and the way back through the queue. At most `limit` attempts of this
-   * process wait for one endpoint, and the next gives up at once: waiting, each holds one of the
-   * worker's places, which the other endpoints' deliveries must keep.
+   * each time late by the wait and the way back through the queue. Only the first `limit` attempts
+   * of this process waiting for one endpoint wait on like that; the others give up after `stallMs`
+   * however the endpoint moves: waiting, each holds one of the worker's places, which the other
+   * endpoints' deliveries must keep.
    */
   async acquireWithin(endpointId: string, holder: string, stallMs: number): Promise<boolean> {
     if (await this.acquire(endpointId, holder)) return true;
     const progress = this.progress.get(endpointId) ?? { waiters: 0, freedAt: 0 };
-    if (progress.waiters >= this.limit) return false;
+    const waitsOn = progress.waiters < this.limit;
     // Slots freed by other processes, or by a lapsed hold, wake nobody here: look again meanwhile.
     const recheckMs = 20;
     const waitingSince = Date.now();
@@ -70,7 +71,8 @@ export class EndpointSlots {
     this.progress.set(endpointId, progress);
     try {
       do {
-        const remainingMs = Math.max(waitingSince, progress.freedAt) + stallMs - Date.now();
+        const lastProgress = waitsOn ? Math.max(waitingSince, progress.freedAt) : waitingSince;
+        const remainingMs = lastProgress + stallMs - Date.now();
         if (remainingMs <= 0) return false;
         const queue = this.waiting.get(endpointId) ?? [];
         await new Promise<void>((wake) => {
