@@ -34,8 +34,10 @@ const BASE_PORT = envInt('SOAK_BASE_PORT', 4720);
 const DRAIN_SECONDS = envInt('SOAK_DRAIN_SECONDS', 120);
 /** A 5xx this long after a process's restart ended is not put down to it. */
 const RESTART_MARGIN_MS = 3_000;
-/** A long-poll answered this long after its approval was decided waited out its wait: it was not woken. */
+/** A long-poll answered this long after its approval was decided was woken late (or not at all). */
 const WOKEN_WITHIN_MS = 1_000;
+/** The traffic's long-polls ask for `wait=5`: one answered this long after it was sent ran out its wait. */
+const WAITED_OUT_MS = 4_900;
 
 const PORTS = { postgres: BASE_PORT, redis: BASE_PORT + 1, proxy: BASE_PORT + 2, webs: [BASE_PORT + 3, BASE_PORT + 4] };
 const DATABASE = 'approval_gate';
@@ -205,7 +207,10 @@ runBenchmark('soak:upgrade', (STEP_SECONDS * 12 + DRAIN_SECONDS + BUILD_ALLOWANC
     const decidedAt = byId.get(poll.id)?.decided_at?.getTime();
     return decidedAt !== undefined && decidedAt >= poll.sentAt && decidedAt <= poll.answeredAt;
   });
-  const notWoken = decidedDuring.filter((poll) => poll.answeredAt - byId.get(poll.id)!.decided_at!.getTime() > WOKEN_WITHIN_MS);
+  const wokenLate = decidedDuring.filter((poll) => poll.answeredAt - byId.get(poll.id)!.decided_at!.getTime() > WOKEN_WITHIN_MS);
+  // Answered late and only when its wait ran out: no wake-up reached it. Late but before the end of
+  // its wait, it was woken, by a process the machine's load held up.
+  const notWoken = wokenLate.filter((poll) => poll.answeredAt - poll.sentAt >= WAITED_OUT_MS);
 
   const figures = {
     from: releases.old.commit,
@@ -217,7 +222,15 @@ runBenchmark('soak:upgrade', (STEP_SECONDS * 12 + DRAIN_SECONDS + BUILD_ALLOWANC
     approvals: { acknowledgedCreated: ids.length, acknowledgedDecided: traffic.acknowledged.decided.size, lostCreations, lostDecisions },
     webhooks: { expected: expected.length, delivered: expected.length - missing, missing, eventsUnderTwoDeliveryIds: underTwoIds },
     serverErrors: { total: traffic.serverErrors.length, outsideRestarts: serverErrorsOutside.length },
-    longPolls: { answered: traffic.longPolls.length, decidedDuringTheirWait: decidedDuring.length, notWoken: notWoken.length },
+    longPolls: {
+      answered: traffic.longPolls.length,
+      decidedDuringTheirWait: decidedDuring.length,
+      wokenLate: wokenLate.map((poll) => ({
+        sentToDecidedMs: byId.get(poll.id)!.decided_at!.getTime() - poll.sentAt,
+        decidedToAnsweredMs: poll.answeredAt - byId.get(poll.id)!.decided_at!.getTime(),
+      })),
+      notWoken: notWoken.length,
+    },
     abandonedAfterRetries: traffic.abandoned,
   };
   console.log(`\nRolling upgrade ${releases.old.commit} -> ${releases.new.commit}:\n`);
@@ -243,6 +256,7 @@ runBenchmark('soak:upgrade', (STEP_SECONDS * 12 + DRAIN_SECONDS + BUILD_ALLOWANC
           ['  outside a restart window', serverErrorsOutside.length],
           ['long-polls answered', traffic.longPolls.length],
           ['  on an approval decided during their wait', decidedDuring.length],
+          [`  of them answered more than ${WOKEN_WITHIN_MS} ms after the decision`, wokenLate.length],
           ['  of them not woken (answered only when the wait ran out)', notWoken.length],
           ['requests abandoned after 20 tries', traffic.abandoned],
         ],

@@ -64,11 +64,15 @@ const environmentSchema = z.object({
   WEBHOOK_SLOT_HOLD_MS: positiveInt.default(30_000),
   /** Comma-separated roles of a worker process; all when unset (see workers/worker-runtime.ts). */
   WORKER_QUEUES: z.string().optional(),
-  /** Expiry jobs one worker process runs at once. */
-  EXPIRY_CONCURRENCY: positiveInt.default(20),
   /**
-   * The longest a worker's deadline watcher waits before it looks at the pending deadlines again;
-   * below the shortest timeout (1 s), so that every deadline is seen before it falls due.
+   * Expiry jobs one worker process runs at once. Running ones share their reads and their commits
+   * (group commit), so many at once cost little, and fewer queue deadlines falling due together.
+   */
+  EXPIRY_CONCURRENCY: positiveInt.default(100),
+  /**
+   * The longest a worker's deadline watcher waits before it looks at the pending deadlines again,
+   * and how far ahead of a deadline it hands the approval over (as a delayed job); below the
+   * shortest timeout (1 s), so that every deadline is seen before it falls due.
    */
   EXPIRY_WATCH_INTERVAL_MS: positiveInt.max(500).default(250),
   /**

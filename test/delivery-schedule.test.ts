@@ -69,6 +69,41 @@ describe('endpoint slots', () => {
     expect(await waiting).toBe(true);
     expect(await slots.acquireWithin('endpoint-d', 'third', 100)).toBe(false);
   });
+
+  it('keeps attempts waiting for as long as this process keeps freeing the endpoint’s slots', async () => {
+    const holders = ['first', 'second', 'third', 'fourth'];
+    const slots = new EndpointSlots(redis, prefix, holders.length, 30_000);
+    const stallMs = 1_000;
+    const spacingMs = 400;
+    for (const holder of holders) expect(await slots.acquire('endpoint-e', holder)).toBe(true);
+    const startedAt = Date.now();
+    const waiting = ['fifth', 'sixth', 'seventh', 'eighth'].map((holder) => slots.acquireWithin('endpoint-e', holder, stallMs));
+    // One slot freed every 400 ms: the last waiter waits 1.6 s, longer than the stall, never 1 s without one freed.
+    for (const holder of holders) {
+      await new Promise((resolve) => setTimeout(resolve, spacingMs));
+      await slots.release('endpoint-e', holder);
+    }
+    expect(await Promise.all(waiting)).toEqual([true, true, true, true]);
+    expect(Date.now() - startedAt).toBeGreaterThan(stallMs);
+  });
+
+  it('lets only as many attempts of this process as the endpoint’s limit wait on while its slots are freed', async () => {
+    const slots = new EndpointSlots(redis, prefix, 1, 30_000);
+    const stallMs = 600;
+    expect(await slots.acquire('endpoint-f', 'held')).toBe(true);
+    const startedAt = Date.now();
+    const timed = (holder: string) =>
+      slots.acquireWithin('endpoint-f', holder, stallMs).then((acquired) => ({ acquired, afterMs: Date.now() - startedAt }));
+    const [waitingOn, beyondTheLimit] = [timed('second'), timed('third')];
+    // A release in this process 400 ms in (of a hold that had lapsed: nothing for the waiters to take).
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await slots.release('endpoint-f', 'lapsed');
+    const [on, beyond] = await Promise.all([waitingOn, beyondTheLimit]);
+    expect(beyond.acquired).toBe(false);
+    expect(beyond.afterMs).toBeLessThan(400 + stallMs);
+    expect(on.acquired).toBe(false);
+    expect(on.afterMs).toBeGreaterThanOrEqual(400 + stallMs - 5);
+  });
 });
 
 describe('WORKER_QUEUES', () => {

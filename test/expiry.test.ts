@@ -108,6 +108,29 @@ describe('expiry', () => {
     }
   });
 
+  it("writes an organization's expiries falling due together in shared commits, each once", async () => {
+    const batchSizes = async () => {
+      const { values } = await env.services.metrics.writeBatchSize.get();
+      const of = (name: string) =>
+        values.find((value) => value.metricName === `approval_gate_write_batch_size_${name}` && value.labels.operation === 'timeout')
+          ?.value ?? 0;
+      return { items: of('sum'), batches: of('count') };
+    };
+    const before = await batchSizes();
+    const approvals = await Promise.all(Array.from({ length: 40 }, () => create('short')));
+    const settled = await Promise.all(approvals.map((approval) => waitForSettlement(approval.id)));
+    expect(settled.map((approval) => approval.status)).toEqual(approvals.map(() => 'expired'));
+    const after = await batchSizes();
+    expect(after.items - before.items).toBe(40);
+    // One commit per expiry made them queue behind each other on the organization's chain head.
+    expect(after.batches - before.batches).toBeLessThan(40);
+    const chain = await readChain(env.services.db, org.orgId);
+    expect(chainProblem(chain)).toBeNull();
+    for (const approval of approvals) {
+      expect(chain.filter((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id)).toHaveLength(1);
+    }
+  });
+
   it('gives a decision racing the expiry exactly one winner', async () => {
     const approvals = await Promise.all(Array.from({ length: 20 }, () => create('short')));
     const deadline = Math.max(...approvals.map((a) => Date.parse(a.expiresAt!)));
@@ -220,6 +243,7 @@ describe('deadline watcher', () => {
       const handedOver = async () => (await expiries.getJobs(['waiting'])).map((job) => job.data.approvalId as string).sort();
       const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
         maxWaitMs: 10_000,
+        aheadMs: 0,
         pageSize: 5,
       });
       // Deadlines are in milliseconds, so two can tie: the id breaks the tie, as in the watcher's walk.
@@ -238,7 +262,11 @@ describe('deadline watcher', () => {
       expect(waitMs).toBeLessThanOrEqual(untilLater + 500);
 
       // What was handed over is not read again; the wait is capped at maxWaitMs.
-      const capped = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, { maxWaitMs: 200, pageSize: 5 });
+      const capped = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
+        maxWaitMs: 200,
+        aheadMs: 0,
+        pageSize: 5,
+      });
       await expiries.obliterate({ force: true });
       expect(await watcher.handOverDue()).toBeGreaterThan(0);
       expect(await handedOver()).toEqual([]);
@@ -246,6 +274,45 @@ describe('deadline watcher', () => {
       expect(await handedOver()).toEqual(byDeadline.slice(0, 5).sort());
       expect(await capped.handOverDue()).toBe(0);
       expect(await capped.handOverDue()).toBe(200); // the later deadline is seconds away
+    } finally {
+      await quiet.close();
+    }
+  });
+});
+
+describe('deadline watcher, handing over ahead', () => {
+  it('hands a deadline closer than aheadMs over as a job delayed until it falls due, and no other', async () => {
+    const quiet = await createTestEnv();
+    try {
+      const owner = await quiet.createOrg();
+      await owner.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
+      await owner.request('put', '/v1/policies/later').send({ timeoutSeconds: 10 }).expect(200);
+      const createUnder = async (policyKey: string) =>
+        (await owner.request('post', '/v1/approvals').send({ action: 'deploy', payload: {}, policyKey }).expect(201)).body as View;
+      await createUnder('later');
+      const soon = await createUnder('short');
+      const deadline = Date.parse(soon.expiresAt!);
+
+      const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
+        maxWaitMs: 400,
+        aheadMs: 3_000,
+        pageSize: 10,
+      });
+      const expiries = quiet.services.jobs.queue(approvalExpiryJob);
+      const handedOver = () => expiries.getJobs(['delayed', 'waiting']);
+      // The later deadline is about 10 s off, 7 s before it comes within 3 s: the wait is capped.
+      expect(await watcher.handOverDue()).toBe(400);
+      const [job, ...others] = await handedOver();
+      expect(others).toEqual([]);
+      expect(job!.data).toEqual({ orgId: owner.orgId, approvalId: soon.id });
+      const dueAt = job!.timestamp + (job!.opts.delay ?? 0);
+      // Never before the deadline (the job would only wait again); late by no more than the look.
+      expect(dueAt).toBeGreaterThanOrEqual(deadline - 1);
+      expect(dueAt).toBeLessThan(deadline + 500);
+
+      // Handed over once: the next look passes it by.
+      await watcher.handOverDue();
+      expect((await handedOver()).map((handed) => handed.id)).toEqual([job!.id]);
     } finally {
       await quiet.close();
     }
@@ -267,6 +334,26 @@ describe('outbox relay', () => {
     const deliveries = await env.services.db.webhookDelivery.findMany({ where: { eventId: event.id } });
     expect(deliveries).toEqual([expect.objectContaining({ endpointId: endpoint.id, status: 'pending', attemptCount: 0 })]);
     expect(await env.services.jobs.queue(webhookDeliveryJob).getJob(`${deliveries[0]!.id}-1`)).toBeDefined();
+    await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
+  });
+
+  it('fans the events of many concurrent decisions out once each, its passes running side by side', async () => {
+    await org.request('put', '/v1/policies/long').send({ timeoutSeconds: 3600 }).expect(200);
+    const endpoint = await env.services.db.webhookEndpoint.create({
+      data: { orgId: org.orgId, url: 'http://127.0.0.1:9/hook', events: ['approval.approved'], secret: 'whsec_test' },
+    });
+    const approvals = await Promise.all(Array.from({ length: 60 }, () => create('long')));
+    await Promise.all(
+      approvals.map((approval) =>
+        org.asReviewer('post', `/v1/approvals/${approval.id}/decision`).send({ verdict: 'approved' }).expect(200),
+      ),
+    );
+    const eventIds = (await Promise.all(approvals.map((approval) => webhookFor(approval.id, 'approval.approved')))).map((e) => e.id);
+    await eventually(
+      async () => (await env.services.db.outboxMessage.count({ where: { eventId: { in: eventIds }, relayedAt: null } })) === 0,
+    );
+    const deliveries = await env.services.db.webhookDelivery.findMany({ where: { endpointId: endpoint.id } });
+    expect(deliveries.map((delivery) => delivery.eventId).sort()).toEqual([...eventIds].sort());
     await env.services.db.webhookEndpoint.delete({ where: { id: endpoint.id } });
   });
 });

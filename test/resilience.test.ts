@@ -231,7 +231,7 @@ describe('an outbox relay whose Redis stops answering', () => {
 
     // The jobs' commands are sent and never answered.
     redis.freeze();
-    const relay = new OutboxRelay(env.services, { batchSize: 100, pollIntervalMs: 200, leaseMs: 60_000 });
+    const relay = new OutboxRelay(env.services, { batchSize: 100, pollIntervalMs: 200, leaseMs: 60_000, passesInFlight: 1 });
     const started = performance.now();
     await expect(relay.relayBatch()).rejects.toThrow(`enqueueing relayed jobs took longer than ${ENQUEUE_BATCH_TIMEOUT_MS} ms`);
     const waitedMs = performance.now() - started;

@@ -12,15 +12,24 @@ export interface DeadlineWatcherOptions {
    * committed while it waits is seen before it falls due.
    */
   maxWaitMs: number;
+  /**
+   * Deadlines this close are handed over ahead, as jobs delayed until the deadline. At least
+   * `maxWaitMs`, so that one look reaches the next; with `maxWaitMs`, below the shortest timeout,
+   * so that the watcher's place never passes a deadline committed after its look.
+   */
+  aheadMs: number;
   /** Due approvals handed over per look; a full page is followed by the next at once. */
   pageSize: number;
 }
 
 /**
- * Hands each pending approval to the expiry queue once its deadline has passed by the database's
- * clock, instead of a delayed job per approval enqueued at its creation, which was a large share
- * of a pending creation's work (see docs/operations.md, "Asynchronous work"). It sleeps until the next deadline,
- * or at most `maxWaitMs`.
+ * Hands each pending approval to the expiry queue for its deadline by the database's clock,
+ * instead of a delayed job per approval enqueued at its creation, which was a large share of a
+ * pending creation's work (see docs/operations.md, "Asynchronous work"). A deadline less than
+ * `aheadMs` away is handed over ahead, as a job delayed until it falls due: a job handed over
+ * only once its deadline had passed was late by the watcher's round (its wait, its look, the
+ * handover), on top of the queue's own lateness. It sleeps until the next deadline comes that
+ * close, or at most `maxWaitMs`.
  *
  * Every worker with the approval-expiry role runs one: the job id (`expire-<id>`) makes several
  * watchers' handovers of one approval a single job. Each remembers where it stopped in deadline
@@ -40,14 +49,21 @@ export class DeadlineWatcher {
 
   /** Hands over one page of due approvals; returns how long to wait before the next look. */
   async handOverDue(): Promise<number> {
-    const { due, nextInMs } = await ApprovalStore.dueDeadlines(this.sql, this.after, this.options.pageSize);
-    const handovers = due.map(({ orgId, id }) => this.jobs.add(approvalExpiryJob, { orgId, approvalId: id }));
+    const { aheadMs } = this.options;
+    const { due, nextInMs } = await ApprovalStore.dueDeadlines(this.sql, this.after, this.options.pageSize, aheadMs);
+    // Timed from the answer, not from the statement's start: a job may then fire a moment late, never early.
+    const answeredAt = performance.now();
+    const sinceAnswer = () => performance.now() - answeredAt;
+    const handovers = due.map(({ orgId, id, inMs }) =>
+      this.jobs.add(approvalExpiryJob, { orgId, approvalId: id }, Math.max(0, Math.ceil(inMs - sinceAnswer()))),
+    );
     await withTimeout(Promise.all(handovers), ENQUEUE_BATCH_TIMEOUT_MS, 'handing due approvals to the expiry queue');
     // Moved on only once Redis holds the jobs: a failed handover is read again at the next look.
     const last = due.at(-1);
     if (last) this.after = { expiresAt: last.expiresAt, id: last.id };
     if (due.length === this.options.pageSize) return 0;
-    return Math.min(this.options.maxWaitMs, Math.max(0, nextInMs ?? Infinity));
+    const untilNextIsClose = (nextInMs ?? Infinity) - aheadMs - sinceAnswer();
+    return Math.min(this.options.maxWaitMs, Math.max(0, untilNextIsClose));
   }
 
   /** Watches until `stop` aborts; a failed look is tried again after `maxWaitMs`. */

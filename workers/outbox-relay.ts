@@ -9,6 +9,12 @@ export interface RelayOptions {
   batchSize: number;
   pollIntervalMs: number;
   leaseMs: number;
+  /**
+   * Passes one relay runs at once. A commit signalled while a pass hands its batch over starts
+   * another pass at once (rows are claimed with SKIP LOCKED, so passes take disjoint rows, as the
+   * relays of several workers do) instead of waiting for the end of that pass and a look after it.
+   */
+  passesInFlight: number;
 }
 
 /**
@@ -69,15 +75,24 @@ export class OutboxRelay {
   /** Relays until `stop` aborts: at once when signalled, otherwise every poll interval. */
   async run(stop: AbortSignal): Promise<void> {
     const failures = new FailureRunLog(this.services.logger, 'outbox relay', 'retrying at the next poll');
+    const passes = new Set<Promise<void>>();
+    const startPass = () => {
+      const pass = (async () => {
+        try {
+          while (!stop.aborted && (await this.relayBatch()) === this.options.batchSize);
+          failures.succeeded();
+        } catch (error) {
+          failures.failed(error);
+        }
+      })().finally(() => passes.delete(pass));
+      passes.add(pass);
+    };
     while (!stop.aborted) {
-      try {
-        while (!stop.aborted && (await this.relayBatch()) === this.options.batchSize);
-        failures.succeeded();
-      } catch (error) {
-        failures.failed(error);
-      }
+      startPass();
       await this.idle(stop);
+      while (passes.size >= this.options.passesInFlight && !stop.aborted) await Promise.race(passes);
     }
+    await Promise.all(passes);
   }
 
   private idle(stop: AbortSignal): Promise<void> {

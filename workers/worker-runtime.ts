@@ -11,6 +11,9 @@ import { ReminderWatcher } from './reminder-watcher.js';
 import { JOBS, type Services } from '../src/services.js';
 import { processorsFor } from './processors/registry.js';
 
+/** Outbox passes one worker's relay runs at once (see RelayOptions). */
+const RELAY_PASSES_IN_FLIGHT = 2;
+
 /** Due approvals one look of a deadline watcher hands to the expiry queue. */
 const DEADLINE_PAGE_SIZE = 500;
 
@@ -108,6 +111,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
       batchSize: config.OUTBOX_BATCH_SIZE,
       pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
       leaseMs: config.OUTBOX_LEASE_MS,
+      passesInFlight: RELAY_PASSES_IN_FLIGHT,
     });
     const subscriber = createRedis(config.REDIS_URL, 'subscriber', 'outbox-relay', logger);
     connections.push(subscriber);
@@ -122,6 +126,7 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
   if (roles.includes(approvalExpiryJob.queue)) {
     const watcher = new DeadlineWatcher(services.sql, services.jobs, logger, {
       maxWaitMs: config.EXPIRY_WATCH_INTERVAL_MS,
+      aheadMs: config.EXPIRY_WATCH_INTERVAL_MS,
       pageSize: DEADLINE_PAGE_SIZE,
     });
     runUntilStopped((stop) => watcher.run(stop));

@@ -14,7 +14,8 @@ import type { ExpiryResult } from './results.js';
 import type { DeliveryRig } from './rig.js';
 import { API_PORT, APPROVAL_BODY, EXPIRY_APPROVALS, EXPIRY_POLICY, EXPIRY_SPREAD_S, EXPIRY_TIMEOUT_S } from './settings.js';
 
-export async function measureExpiry(rig: DeliveryRig): Promise<ExpiryResult> {
+/** `deadlines`, when given, receives each approval's deadline (epoch ms) by its id. */
+export async function measureExpiry(rig: DeliveryRig, deadlines?: Map<string, number>): Promise<ExpiryResult> {
   await rig.settle();
   const org = rig.expiryOrg;
   const createAgent = new http.Agent({ keepAlive: true, maxSockets: 20 });
@@ -62,6 +63,7 @@ export async function measureExpiry(rig: DeliveryRig): Promise<ExpiryResult> {
       agent: createAgent,
     });
     created[i] = { id: body.id as string, expiresAt: Date.parse(body.expiresAt as string) };
+    deadlines?.set(created[i].id, created[i].expiresAt);
     waiters.push(waitFor(i));
   });
   createAgent.destroy();

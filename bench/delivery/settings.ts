@@ -42,8 +42,8 @@ export const EVENT = 'approval.approved';
 export const LATENCY_PATH = '/hook/latency';
 
 export const TARGET_THROUGHPUT_RATIO = 0.3;
-export const TARGET_LOW_P99_MS = 250;
-export const TARGET_EXPIRY_P99_MS = 250;
+export const TARGET_LOW_P99_MS = 100;
+export const TARGET_EXPIRY_P99_MS = 100;
 
 export const REVIEW_POLICY = 'bench-review';
 export const EXPIRY_POLICY = 'bench-expiry';

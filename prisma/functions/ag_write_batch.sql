@@ -1,7 +1,8 @@
--- Writes many creations ('create') or votes ('vote') in one statement and one commit: the group
--- commit of src/lib/group-commit.ts. Each element of p_items holds the organization (`orgId`) and
--- the arguments of its write by name (see ag_write_batch_item). The organizations' chain heads are
--- taken once, for the whole batch, in org order, and written once (ag_defer_chain_heads).
+-- Writes many creations ('create'), votes ('vote') or timeouts ('timeout') in one statement and one
+-- commit: the group commit of src/lib/group-commit.ts. Each element of p_items holds the
+-- organization (`orgId`) and the arguments of its write by name (see ag_write_batch_item). The
+-- organizations' chain heads are taken once, for the whole batch, in org order, and written once
+-- (ag_defer_chain_heads).
 -- The items first run together in one subtransaction. Only when one of them fails is that undone
 -- and each run again in a subtransaction of its own, so one that fails leaves the others in: its
 -- outcome is 'quota_exceeded' (SQLSTATE AG402), 'not_pending' (AG409: a deadline passed mid-vote)

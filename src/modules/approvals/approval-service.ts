@@ -376,7 +376,8 @@ export class ApprovalService {
    */
   async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
     const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
-    const approval = await store.findById(id);
+    // Batched with the reads of the other expiries running in this process, as their writes are.
+    const approval = await this.lookups.findById(orgId, id);
     if (!approval || !DEADLINE_RUNS.has(approval.status) || !approval.expiresAt) return { kind: 'not_pending' };
     const now = new Date();
     if (approval.expiresAt > now) return { kind: 'not_due', dueAt: approval.expiresAt };
@@ -385,7 +386,7 @@ export class ApprovalService {
     const { settlement, events } = timeOutApproval(approval, actor, now, successor);
     const settled = successor
       ? await store.settleWithSuccessor(id, settlement, events, successor)
-      : await store.settle(id, settlement, events, 'reached');
+      : await this.writes.timeOut(orgId, id, settlement, events);
     if (!settled) {
       // Either another caller won, or the database clock has not reached the deadline yet.
       const current = await store.findById(id);

@@ -119,15 +119,6 @@ export class ApprovalStore {
   }
 
   /**
-   * Moves a pending approval to a terminal state with its audit events. Returns false when it
-   * was no longer pending, or not on the required side of its deadline: a decision needs
-   * `before` (expiresAt still ahead), a timeout needs `reached`.
-   */
-  settle(id: string, settlement: Settlement, events: AuditEventDraft[], deadline: Deadline): Promise<boolean> {
-    return settleApproval(this.sql, this.orgId, id, settlement, events, deadline);
-  }
-
-  /**
    * What ag_cast_vote would answer this voter now, without voting: 'not_pending', a refusal,
    * 'duplicate_voter', or null when the vote would be cast. Checked in the function's order.
    */
@@ -197,26 +188,28 @@ export class ApprovalStore {
   }
 
   /**
-   * The next `limit` approvals with a running deadline due by the database's clock, in deadline order after `after`
-   * (where the previous page ended), and how far off the first deadline still ahead is. Both walk
-   * the partial index of pending deadlines; measuring both against one statement's clock keeps the
-   * application's clock out of it.
+   * The next `limit` approvals with a running deadline due within `aheadMs` by the database's clock,
+   * in deadline order after `after` (where the previous page ended), each with how far off its
+   * deadline is (negative once passed), and how far off the first deadline beyond `aheadMs` is.
+   * Both walk the partial index of pending deadlines; measuring all against one statement's clock
+   * keeps the application's clock out of it.
    */
-  static async dueDeadlines(sql: Sql, after: DeadlineCursor | null, limit: number): Promise<DueDeadlines> {
+  static async dueDeadlines(sql: Sql, after: DeadlineCursor | null, limit: number, aheadMs = 0): Promise<DueDeadlines> {
+    const horizon = `statement_timestamp() + $4::float8 * interval '1 millisecond'`;
     const rows = await sql.query<DueDeadlineRow>(
       'due-deadlines',
       `(SELECT ${DUE_DEADLINE_COLUMNS} FROM approvals
-        WHERE ${RUNNING_DEADLINE} AND expires_at <= statement_timestamp()
+        WHERE ${RUNNING_DEADLINE} AND expires_at <= ${horizon}
           AND expires_at >= $1 AND (expires_at, id) > ($1, $2)
         ORDER BY expires_at, id LIMIT $3)
        UNION ALL
-       SELECT NULL, NULL, NULL, (EXTRACT(EPOCH FROM min(expires_at) - statement_timestamp()) * 1000)::float8
-       FROM approvals WHERE ${RUNNING_DEADLINE} AND expires_at > statement_timestamp()`,
-      [after?.expiresAt ?? '-infinity', after?.id ?? NIL_UUID, limit],
+       SELECT NULL, NULL, NULL, ${UNTIL('min(expires_at)')}
+       FROM approvals WHERE ${RUNNING_DEADLINE} AND expires_at > ${horizon}`,
+      [after?.expiresAt ?? '-infinity', after?.id ?? NIL_UUID, limit, aheadMs],
     );
     const due = rows
       .filter((row) => row.id !== null)
-      .map(({ orgId, id, expiresAt }) => ({ orgId: orgId!, id: id!, expiresAt: expiresAt! }));
+      .map(({ orgId, id, expiresAt, inMs }) => ({ orgId: orgId!, id: id!, expiresAt: expiresAt!, inMs: inMs! }));
     return { due, nextInMs: rows.find((row) => row.id === null)?.inMs ?? null };
   }
 }
@@ -236,8 +229,9 @@ export interface DeadlineCursor {
 }
 
 export interface DueDeadlines {
-  due: (DeadlineCursor & { orgId: string })[];
-  /** Until the first deadline still ahead, by the database's clock; null when no approval is pending with one. */
+  /** `inMs`: until the deadline, by the database's clock; negative once it has passed. */
+  due: (DeadlineCursor & { orgId: string; inMs: number })[];
+  /** Until the first deadline beyond the look-ahead, by the database's clock; null when no approval is pending with one. */
   nextInMs: number | null;
 }
 
@@ -342,9 +336,11 @@ interface DueDeadlineRow {
   expiresAt: Date | null;
   inMs: number | null;
 }
+/** Milliseconds from the statement's clock until a moment (negative once it has passed). */
+const UNTIL = (moment: string) => `(EXTRACT(EPOCH FROM ${moment} - statement_timestamp()) * 1000)::float8`;
 const DUE_DEADLINE_COLUMNS = selectList({
   ...pickColumns(APPROVAL_COLUMNS, ['orgId', 'id', 'expiresAt']),
-  inMs: 'NULL::float8',
+  inMs: UNTIL('expires_at'),
 } satisfies ColumnMap<DueDeadlineRow>);
 
 /**

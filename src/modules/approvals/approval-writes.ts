@@ -33,6 +33,14 @@ export interface VoteItem {
   settledEvents: ReturnType<typeof serializeAuditEvent>[];
 }
 
+/** A timeout as ag_write_batch('timeout', ...) takes it (see ag_settle_approval with 'reached'). */
+export interface TimeoutItem {
+  orgId: string;
+  id: string;
+  settlement: Settlement;
+  events: ReturnType<typeof serializeAuditEvent>[];
+}
+
 export function creationItem(orgId: string, { approval, events, policyRevision }: Creation, quota: MonthlyQuota | null): CreationItem {
   return {
     orgId,
@@ -77,22 +85,27 @@ function outcomeOf(outcome: string): string {
   return outcome;
 }
 
+type WriteKind = 'create' | 'vote' | 'timeout';
+
 /**
- * The approval writes of every request in this process, by group commit: creations and votes
- * that arrive while earlier ones are being written go together in one statement and one commit
- * (ag_write_batch), taking each organization's chain head once per batch. Each
- * request still gets its own outcome, only once its rows are durable; idempotency, quota and who
- * may vote are still decided by the database, item by item.
+ * The approval writes of this process, by group commit: creations, votes and timeouts that arrive
+ * while earlier ones of their kind are being written go together in one statement and one commit
+ * (ag_write_batch), taking each organization's chain head once per batch. Each caller still gets
+ * its own outcome, only once its rows are durable; idempotency, quota, who may vote and whether a
+ * deadline has passed are still decided by the database, item by item. Timeouts need it as much
+ * as requests do: each takes its organization's chain head, so one at a time, an organization's
+ * expiries falling due together queued behind each other's commits.
  */
 export class ApprovalWrites {
   private readonly creations: GroupCommit<CreationItem, string>;
   private readonly votes: GroupCommit<VoteItem, string>;
+  private readonly timeouts: GroupCommit<TimeoutItem, string>;
 
   constructor(
     sql: Sql,
-    { onBatch, ...options }: Omit<GroupCommitOptions, 'onBatch'> & { onBatch(operation: 'create' | 'vote', size: number): void },
+    { onBatch, ...options }: Omit<GroupCommitOptions, 'onBatch'> & { onBatch(operation: WriteKind, size: number): void },
   ) {
-    const groupCommit = <Item>(kind: 'create' | 'vote') =>
+    const groupCommit = <Item>(kind: WriteKind) =>
       new GroupCommit<Item, string>(
         async (items) => {
           const [row] = await sql.query<{ outcomes: string[] }>('write-batch', 'SELECT ag_write_batch($1, $2::jsonb) AS outcomes', [
@@ -105,6 +118,7 @@ export class ApprovalWrites {
       );
     this.creations = groupCommit('create');
     this.votes = groupCommit('vote');
+    this.timeouts = groupCommit('timeout');
   }
 
   /**
@@ -118,5 +132,14 @@ export class ApprovalWrites {
   /** Casts a vote; the database decides whether it settles the approval (see ag_cast_vote). */
   async castVote(...args: Parameters<typeof voteItem>): Promise<VoteOutcome> {
     return outcomeOf(await this.votes.submit(voteItem(...args))) as VoteOutcome;
+  }
+
+  /**
+   * Applies a timeout's settlement and events if the approval is still waiting and its deadline
+   * has passed by the database's clock; false changes nothing.
+   */
+  async timeOut(orgId: string, id: string, settlement: Settlement, events: AuditEventDraft[]): Promise<boolean> {
+    const item = { orgId, id, settlement, events: events.map(serializeAuditEvent) };
+    return outcomeOf(await this.timeouts.submit(item)) === 'settled';
   }
 }

@@ -44,11 +44,11 @@ export interface DeliveryOptions {
 const actor: Actor = { type: 'system', id: 'webhook-delivery' };
 
 /**
- * A slot of a busy but healthy endpoint frees within milliseconds, so an attempt waits this long
- * for one before giving the job back to the queue; an endpoint that stays full (slow or hanging)
- * costs this much per job.
+ * A slot of a busy but healthy endpoint frees within milliseconds, so an attempt waits for one as
+ * long as the endpoint's slots keep being freed, and gives the job back to the queue once this long
+ * passes without one; an endpoint that stays full (slow or hanging) costs this much per job.
  */
-const SLOT_WAIT_MS = 75;
+const SLOT_STALL_MS = 250;
 
 /**
  * How long the first attempts of a job waiting for their turn at an endpoint wait without any of its
@@ -62,7 +62,7 @@ const STEP_ASIDE_MS = { busy: 50, error: 1000 };
 
 /**
  * The first attempts of one job to one endpoint take turns, at most the endpoint's limit at once.
- * Raced together, those that found no slot within SLOT_WAIT_MS stepped aside as delayed jobs of
+ * Raced together, those that found no slot within a short wait stepped aside as delayed jobs of
  * their own, again and again, each time a quarter of a second late, even to an endpoint answering
  * in milliseconds. A delivery waits for its turn as long as the endpoint's attempts keep finishing;
  * once none has finished for `stallMs` (a slow or hanging endpoint), the waiting ones step aside
@@ -209,7 +209,7 @@ export class DeliveryService {
       await this.store.abandon(deliveryId, new Date());
       return 'skipped';
     }
-    if (!(await this.slots.acquireWithin(target.endpoint.id, holder, SLOT_WAIT_MS))) return 'busy';
+    if (!(await this.slots.acquireWithin(target.endpoint.id, holder, SLOT_STALL_MS))) return 'busy';
 
     let result: AttemptResult;
     const attemptedAt = new Date();
