@@ -112,7 +112,18 @@ describe('webhook delivery', () => {
         createdAt: expect.stringMatching(/Z$/),
         // No AUDIT_SIGNING_KEY here: the receipt is null (docs/receipts.md).
         // Each policy was PUT once (version 1); an orphan has none.
-        data: { approvalId, action: 'pay', payload, agent: null, payloadHash, revision: 1, receipt: null, policyVersion: 1, ...data },
+        data: {
+          approvalId,
+          action: 'pay',
+          payload,
+          agent: null,
+          payloadHash,
+          revision: 1,
+          receipt: null,
+          policyVersion: 1,
+          stage: null,
+          ...data,
+        },
       });
       expect(delivery.headers).toMatchObject({
         'content-type': 'application/json',
