@@ -60,10 +60,17 @@ describe('a delegate decides in the place of a member who is away', () => {
     // Dave now sees it among what he may decide, and decides it; the vote is his.
     const decidable = await dave.request('get', '/v1/approvals?decidable=true').expect(200);
     expect(decidable.body.approvals.map((approval: { id: string }) => approval.id)).toContain(before);
-    expect((await decide(dave, before).expect(200)).body).toMatchObject({ status: 'approved' });
+    const decided = (await decide(dave, before).expect(200)).body;
+    expect(decided).toMatchObject({ status: 'approved' });
+    // The vote is Dave's, on behalf of Alice: in the view, and in the audit event.
+    const standingIn = [{ id: alice.id, email: alice.email }];
+    expect(decided.votes).toEqual([
+      expect.objectContaining({ by: { type: 'user', id: dave.id, email: dave.email, onBehalfOf: standingIn } }),
+    ]);
     const chain = await readChain(env.services.db, org.orgId);
-    const decided = chain.find((event) => event.type === 'approval.approved' && event.data.approvalId === before)!;
-    expect(JSON.stringify(decided)).toContain(dave.id);
+    const approved = chain.find((event) => event.type === 'approval.approved' && event.data.approvalId === before)!;
+    expect(JSON.parse(approved.actor)).toMatchObject({ type: 'user', id: dave.id });
+    expect(approved.data.onBehalfOf).toEqual(standingIn);
 
     // Not on another policy Alice is not named by, and not on a request made on Alice's behalf.
     await org
@@ -96,6 +103,11 @@ describe('a delegate decides in the place of a member who is away', () => {
     const id = await pending('alice-and-bob');
     const answers = await Promise.all(Array.from({ length: 12 }, () => decide(bob, id)));
     expect(answers.map((res) => res.status).sort()).toEqual([200, ...Array<number>(11).fill(409)]);
+    // Bob is a reviewer in his own right and stands in for Alice too: one vote, which says both.
+    const view = (await org.request('get', `/v1/approvals/${id}`).expect(200)).body;
+    expect(view.votes.map((vote: { by: unknown }) => vote.by)).toEqual([
+      { type: 'user', id: bob.id, email: bob.email, onBehalfOf: [{ id: alice.id, email: alice.email }] },
+    ]);
     expect((await org.request('get', `/v1/approvals/${id}`).expect(200)).body.status).toBe('pending');
     await alice.request('delete', '/v1/members/me/delegation').expect(200);
   });

@@ -23,16 +23,8 @@ AS $$
               OR NOT (voter->>'role' = ANY (p_approval.reviewer_roles)
                       OR lower(voter->>'email') = ANY (p_approval.reviewer_emails)
                       -- A delegate decides in the place of a member the approval names, while the
-                      -- delegation runs, never of the member who asked (that would be self-approval
-                      -- by proxy): docs/members-and-channels.md#delegation. The vote is the delegate's.
-                      OR EXISTS (
-                        SELECT 1 FROM members away
-                        WHERE away.delegate_id = (voter->>'id')::uuid AND away.org_id = p_approval.org_id
-                          AND coalesce(away.delegation_starts_at, '-infinity') <= now() AND now() < away.delegation_ends_at
-                          AND away.role <> 'viewer'
-                          AND (away.role::text = ANY (p_approval.reviewer_roles) OR away.email_key = ANY (p_approval.reviewer_emails))
-                          AND NOT (requester->>'type' = 'user' AND requester->>'id' = away.id::text)
-                          AND away.email_key IS DISTINCT FROM lower(p_approval.on_behalf_of)))) THEN 'not_a_reviewer'
+                      -- delegation runs: docs/members-and-channels.md#delegation. The vote is the delegate's.
+                      OR jsonb_array_length(ag_stands_in_for(p_approval, p_voter)) > 0)) THEN 'not_a_reviewer'
     WHEN NOT p_approval.allow_self_approval
          AND ((requester->>'type' = voter->>'type' AND requester->>'id' = voter->>'id')
               OR (voter->>'type' = 'user' AND lower(voter->>'email') = lower(p_approval.on_behalf_of))) THEN 'self_approval'

@@ -112,15 +112,24 @@ export const approvalIdParamsSchema = z.object({ id: z.uuid() });
  * Who approved or rejected (see docs/api.md): a member, an API key (with its owner when it has one), or
  * the policy itself for an auto-approval.
  */
+const onBehalfOfSchema = z
+  .array(z.object({ id: z.uuid(), email: z.string() }))
+  .optional()
+  .meta({
+    description:
+      'The members this voter stood in for, as their delegate (docs/members-and-channels.md#delegation); absent when they stood in for no one.',
+  });
+
 export const deciderSchema = z
   .discriminatedUnion('type', [
-    z.object({ type: z.literal('user'), id: z.uuid(), email: z.string() }),
+    z.object({ type: z.literal('user'), id: z.uuid(), email: z.string(), onBehalfOf: onBehalfOfSchema }),
     z.object({
       type: z.literal('api_key'),
       id: z.uuid(),
       owner: keyOwnerSchema
         .optional()
         .meta({ description: 'The member or service key the key belongs to, who voted through it; absent for a service key.' }),
+      onBehalfOf: onBehalfOfSchema,
     }),
     z.object({ type: z.literal('policy'), id: z.string().meta({ description: 'The policy key.' }) }),
   ])

@@ -36,6 +36,7 @@ import type {
   ApprovalRecord,
   Creation,
   DecisionRefusal,
+  Delegator,
   RevisionRecord,
   Settling,
   VoteOutcome,
@@ -468,7 +469,8 @@ export class ApprovalService {
     }
 
     const grant = decision.standing ? await this.standingGrant(orgId, approval, decision.standing, voter, now) : null;
-    const { vote, recorded, advanced, settling } = voteOn(approval, decision, voter.actor, now);
+    const standingInFor = await this.standsInFor(orgId, id, voter);
+    const { vote, recorded, advanced, settling } = voteOn(approval, decision, voter.actor, now, standingInFor);
     const named = decision.revision === undefined ? vote : { ...vote, revision: decision.revision };
     const outcome = grant
       ? await this.standing.grant(
@@ -598,6 +600,14 @@ export class ApprovalService {
         `Standing approval ${id} is ${standing.revokedAt ? 'revoked' : 'expired'} already; it approves nothing more.`,
       );
     return revoked;
+  }
+
+  /** Whom a member voting stands in for as a delegate; a service key stands in for no one, and is not asked. */
+  private standsInFor(orgId: string, id: string, voter: Voter): Promise<Delegator[]> {
+    const { actor } = voter;
+    const member = actor.type === 'user' || (actor.type === 'api_key' && actor.owner?.type === 'user');
+    if (!member) return Promise.resolve([]);
+    return new ApprovalStore(this.data.db, this.data.sql, orgId).standsInFor(id, voterRecord(voter));
   }
 
   /**

@@ -8,6 +8,7 @@ import type {
   Approval,
   ApprovalRecord,
   Creation,
+  Delegator,
   NewApproval,
   ReviseOutcome,
   Revising,
@@ -135,6 +136,16 @@ export class ApprovalStore {
       [this.orgId, id, JSON.stringify(voter), channel],
     );
     return row ? row.refusal : 'not_pending';
+  }
+
+  /** The members the voter stands in for on the approval, as their delegate (ag_stands_in_for); empty for anyone else. */
+  async standsInFor(id: string, voter: VoterRecord): Promise<Delegator[]> {
+    const [row] = await this.sql.query<{ members: Delegator[] }>(
+      'stands-in-for',
+      `SELECT ag_stands_in_for(a, $3::jsonb) AS members FROM approvals a WHERE ${oneApproval('$1', '$2', 'a')}`,
+      [this.orgId, id, JSON.stringify(voter)],
+    );
+    return row?.members ?? [];
   }
 
   /**

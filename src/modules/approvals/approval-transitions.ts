@@ -7,6 +7,7 @@ import type {
   Approval,
   ApprovalStage,
   Creation,
+  Delegator,
   NewApproval,
   RevisionRecord,
   Revising,
@@ -324,10 +325,16 @@ const SETTLING_EVENT = {
  * The settlement a deciding vote makes. A request for changes settles the revision like a
  * rejection, but keeps the deadline: the request expires at it unless the requester revises it.
  */
-export function decideApproval(approval: Approval, decision: DecisionInput, actor: Actor, now: Date): Settling {
+export function decideApproval(
+  approval: Approval,
+  decision: DecisionInput,
+  actor: Actor,
+  now: Date,
+  decidedBy = deciderOf(actor),
+): Settling {
   const type = SETTLING_EVENT[decision.verdict];
   const feedback = decision.feedback ?? null;
-  const decidedBy = deciderOf(actor);
+  const onBehalfOf = 'onBehalfOf' in decidedBy && decidedBy.onBehalfOf ? { onBehalfOf: decidedBy.onBehalfOf } : {};
   const edited = decision.editedPayload ? { payload: decision.editedPayload, payloadHash: hashPayload(decision.editedPayload) } : null;
   const changesRequested =
     decision.verdict === 'changes_requested'
@@ -354,6 +361,7 @@ export function decideApproval(approval: Approval, decision: DecisionInput, acto
           ...subjectOf(approval),
           verdict: decision.verdict,
           feedback,
+          ...onBehalfOf,
           ...(decision.editedPayload ? { editedPayload: decision.editedPayload } : {}),
           ...(changesRequested ? { revision: approval.revision, suggestedPayload: changesRequested.suggestedPayload } : {}),
         },
@@ -381,10 +389,14 @@ export function voteOn(
   decision: DecisionInput,
   actor: Actor,
   now: Date,
+  standingInFor: readonly Delegator[] = [],
 ): { vote: Vote; recorded: AuditEventDraft[]; advanced: AuditEventDraft[]; settling: Settling } {
   const stages = stagesOf(approval);
+  // A delegate's vote is theirs, recorded with whom they stood in for (docs/members-and-channels.md#delegation).
+  const onBehalfOf = standingInFor.length > 0 ? { onBehalfOf: [...standingInFor] } : {};
+  const by: Decider = { ...deciderOf(actor), ...onBehalfOf };
   const vote: Vote = {
-    by: deciderOf(actor),
+    by,
     verdict: decision.verdict,
     feedback: decision.feedback ?? null,
     at: now.toISOString(),
@@ -395,10 +407,17 @@ export function voteOn(
       type: 'approval.vote_recorded',
       actor,
       createdAt: now,
-      data: { ...subjectOf(approval), verdict: vote.verdict, feedback: vote.feedback, quorum: approval.quorum, ...stageData(approval) },
+      data: {
+        ...subjectOf(approval),
+        verdict: vote.verdict,
+        feedback: vote.feedback,
+        quorum: approval.quorum,
+        ...stageData(approval),
+        ...onBehalfOf,
+      },
     },
   ];
-  const settling = decideApproval(approval, decision, actor, now);
+  const settling = decideApproval(approval, decision, actor, now, by);
   if (!stages || decision.verdict !== 'approved') return { vote, recorded, advanced: [], settling };
   const completed = stageCompleted(approval, stages, vote, actor, now);
   return {

@@ -8,6 +8,12 @@ export type { Approval };
 export type NewApproval = Omit<Approval, 'orgId'>;
 
 /** A vote as the view and the database keep it. */
+/** A member a delegate stood in for (ag_stands_in_for). */
+export interface Delegator {
+  id: string;
+  email: string;
+}
+
 export interface Vote {
   by: Decider;
   verdict: VoteVerdict;
