@@ -21,21 +21,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
-import { retention } from '../src/jobs/job-queues.js';
+import { startCeilingWorker } from './delivery/ceiling.js';
 import { measureExpiry } from './delivery/expiry.js';
 import { startRig, type DeliveryRig } from './delivery/rig.js';
-import {
-  CEILING_PREFIX,
-  EXPIRY_APPROVALS,
-  EXPIRY_SPREAD_S,
-  EXPIRY_TIMEOUT_S,
-  REDIS_PREFIX,
-  RUNS,
-  TARGET_EXPIRY_P99_MS,
-} from './delivery/settings.js';
+import { EXPIRY_APPROVALS, EXPIRY_SPREAD_S, EXPIRY_TIMEOUT_S, REDIS_PREFIX, RUNS, TARGET_EXPIRY_P99_MS } from './delivery/settings.js';
 import { median, round, stats, verdict, formatTable, type Stats } from './lib/figures.js';
-import { deleteRedisKeys, HOST, REDIS_URL } from './lib/fixtures.js';
-import { startNodeProcess } from './lib/processes.js';
+import { HOST } from './lib/fixtures.js';
 import { log, runBenchmark } from './lib/run.js';
 
 /** What the worker under test runs its expiry jobs with: the ceiling worker runs as many at once. */
@@ -54,29 +45,17 @@ interface RunFigures {
 }
 
 async function measureCeiling(run: number): Promise<Stats> {
-  let ready = false;
   let latenessMs: number[] | undefined;
-  const queueName = `expiry-ceiling-${run}`;
-  const child = await startNodeProcess({
-    label: 'ceiling worker',
-    args: ['--import', 'tsx', 'bench/delivery/ceiling-worker.ts'],
-    env: {
-      REDIS_URL,
-      CEILING_PREFIX,
-      CEILING_QUEUE: queueName,
-      CEILING_CONCURRENCY: String(EXPIRY_CONCURRENCY),
-      CEILING_JOBS: String(EXPIRY_APPROVALS),
-      CEILING_LOCK_DURATION_MS: '30000',
-      CEILING_LATENESS: '1',
-    },
-    onStdoutLine: (line) => {
-      const message = JSON.parse(line) as { ready?: boolean; latenessMs?: number[] };
-      if (message.ready) ready = true;
+  const { child, queue, stop } = await startCeilingWorker({
+    queueName: `expiry-ceiling-${run}`,
+    concurrency: EXPIRY_CONCURRENCY,
+    jobs: EXPIRY_APPROVALS,
+    lockDurationMs: 30_000,
+    lateness: true,
+    onMessage: (message) => {
       if (message.latenessMs) latenessMs = message.latenessMs;
     },
-    isReady: () => ready,
   });
-  const queue = new Queue(queueName, { connection: { host: HOST, port: 6379 }, prefix: CEILING_PREFIX, defaultJobOptions: retention });
   try {
     await queue.waitUntilReady();
     // Added at the pace of the approvals' creations, each due EXPIRY_TIMEOUT_S after its add.
@@ -97,9 +76,7 @@ async function measureCeiling(run: number): Promise<Stats> {
     log(`ceiling: ${EXPIRY_APPROVALS} delayed jobs, lateness p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms`);
     return result;
   } finally {
-    await queue.close();
-    await child.stop();
-    await deleteRedisKeys(CEILING_PREFIX);
+    await stop();
   }
 }
 

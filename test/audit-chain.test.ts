@@ -81,6 +81,7 @@ describe('audit chain', () => {
         'policyVersion',
         'receipt',
         'revision',
+        'stage',
         'status',
         'verdict',
       ]);

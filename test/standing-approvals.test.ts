@@ -1,5 +1,6 @@
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChain } from './support/audit-chain.js';
 import { createMember, type TestMember } from './support/members.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -224,12 +225,16 @@ describe('standing approvals', () => {
     const racing = Array.from({ length: 20 }, () => ask(payload));
     const revoked = await bob.request('post', `/v1/standing-approvals/${standing.id}/revoke`).expect(200);
     const raced = await Promise.all(racing);
-    const revokedAt = Date.parse(revoked.body.revokedAt);
+    expect(revoked.body.revokedAt).toEqual(expect.any(String));
+    // The chain orders commits (each takes its head): every approval by the grant comes before its revocation.
+    // Timestamps would not: a creation stamps its decision before it waits for the grant's lock.
+    const chain = await readChain(env.services.db, org.orgId);
+    const revocation = chain.find((event) => event.type === 'standing_approval.revoked' && event.data.standingApprovalId === standing.id)!;
     for (const approval of raced) {
       expect(['approved', 'pending']).toContain(approval.status);
       if (approval.status === 'approved') {
-        const settled = await env.services.db.approval.findUniqueOrThrow({ where: { id: approval.id } });
-        expect(settled.decidedAt!.getTime()).toBeLessThanOrEqual(revokedAt);
+        const approvedEvent = chain.find((event) => event.type === 'approval.approved' && event.data.approvalId === approval.id)!;
+        expect(approvedEvent.seq).toBeLessThan(revocation.seq);
       }
     }
     const after = await Promise.all(Array.from({ length: 5 }, () => ask(payload)));

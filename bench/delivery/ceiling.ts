@@ -13,29 +13,77 @@ import { cpuMsPer, cpuSnapshot, cpuUse, formatCpu } from './cpu-window.js';
 import type { CeilingResult } from './results.js';
 import { CEILING_CHUNK, CEILING_JOBS, CEILING_PREFIX, DELIVERY_CONCURRENCY, WORKER_LOCK_DURATION_MS } from './settings.js';
 
-export async function measureCeiling(run: number): Promise<CeilingResult> {
+/** What the ceiling worker reports on its stdout, a JSON line at a time. */
+export interface CeilingMessage {
+  ready?: boolean;
+  /** When it completed its jobs (epoch ms), with when the first one started. */
+  done?: number;
+  firstStartedAt?: number;
+  completed?: number;
+  /** With `lateness`: each job's start minus the moment it fell due. */
+  latenessMs?: number[];
+}
+
+/**
+ * The ceiling worker (bench/delivery/ceiling-worker.ts, a child process) running `jobs` trivial jobs
+ * of `queueName` with `concurrency`, and the queue to add them to; `stop` ends both and removes
+ * their keys. Used by the delivery ceiling and by bench/expiry-lateness.ts.
+ */
+export async function startCeilingWorker(options: {
+  queueName: string;
+  concurrency: number;
+  jobs: number;
+  lockDurationMs: number;
+  lateness?: boolean;
+  onMessage(message: CeilingMessage): void;
+}) {
   let ready = false;
-  let done: { done: number; firstStartedAt: number; completed: number } | undefined;
-  const queueName = `ceiling-${run}`;
   const child = await startNodeProcess({
     label: 'ceiling worker',
     args: ['--import', 'tsx', 'bench/delivery/ceiling-worker.ts'],
     env: {
       REDIS_URL,
       CEILING_PREFIX,
-      CEILING_QUEUE: queueName,
-      CEILING_CONCURRENCY: String(DELIVERY_CONCURRENCY),
-      CEILING_JOBS: String(CEILING_JOBS),
-      CEILING_LOCK_DURATION_MS: String(WORKER_LOCK_DURATION_MS),
+      CEILING_QUEUE: options.queueName,
+      CEILING_CONCURRENCY: String(options.concurrency),
+      CEILING_JOBS: String(options.jobs),
+      CEILING_LOCK_DURATION_MS: String(options.lockDurationMs),
+      ...(options.lateness ? { CEILING_LATENESS: '1' } : {}),
     },
     onStdoutLine: (line) => {
-      const message = JSON.parse(line) as { ready?: boolean; done?: number; firstStartedAt: number; completed: number };
+      const message = JSON.parse(line) as CeilingMessage;
       if (message.ready) ready = true;
-      if (message.done) done = message as typeof done;
+      options.onMessage(message);
     },
     isReady: () => ready,
   });
-  const queue = new Queue(queueName, { connection: { host: HOST, port: 6379 }, prefix: CEILING_PREFIX, defaultJobOptions: retention });
+  const queue = new Queue(options.queueName, {
+    connection: { host: HOST, port: 6379 },
+    prefix: CEILING_PREFIX,
+    defaultJobOptions: retention,
+  });
+  return {
+    child,
+    queue,
+    async stop() {
+      await queue.close();
+      await child.stop();
+      await deleteRedisKeys(CEILING_PREFIX);
+    },
+  };
+}
+
+export async function measureCeiling(run: number): Promise<CeilingResult> {
+  let done: Required<Pick<CeilingMessage, 'done'>> | undefined;
+  const { child, queue, stop } = await startCeilingWorker({
+    queueName: `ceiling-${run}`,
+    concurrency: DELIVERY_CONCURRENCY,
+    jobs: CEILING_JOBS,
+    lockDurationMs: WORKER_LOCK_DURATION_MS,
+    onMessage: (message) => {
+      if (message.done) done = { done: message.done };
+    },
+  });
   try {
     await queue.waitUntilReady();
     const cpuFrom = cpuSnapshot([child]);
@@ -76,8 +124,6 @@ export async function measureCeiling(run: number): Promise<CeilingResult> {
     );
     return result;
   } finally {
-    await queue.close();
-    await child.stop();
-    await deleteRedisKeys(CEILING_PREFIX);
+    await stop();
   }
 }

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { useAction, useResource } from '../hooks/use-resource';
 import { countOf, formatTime } from '../lib/format';
 import { jsonLineDiff, sortedKeys } from '../lib/json-edit';
-import { documentOfView, draftErrorsOf, SHADOW_PREFIX, type FieldError } from '../lib/policy-draft';
+import { documentOfView, draftErrorsOf, shadowOf, SHADOW_PREFIX, type FieldError } from '../lib/policy-draft';
 import { DataTable } from './data-table';
 import { LineDiff } from './line-diff';
 import { ProblemMessage } from './problem-message';
@@ -118,7 +118,7 @@ export function PolicyShadowPanel({
         </button>
         {editable && (
           <>
-            <button type="button" onClick={() => void store.run(draft())} disabled={store.pending}>
+            <button type="button" onClick={() => void store.run(shadowOf(draft()))} disabled={store.pending}>
               {shadow ? 'Replace the shadow with the draft' : 'Set the draft as the shadow'}
             </button>
             {shadow && (

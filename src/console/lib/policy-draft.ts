@@ -110,6 +110,16 @@ export function documentOfView(view: PolicyView): PolicyDocumentInput {
   return Object.fromEntries(Object.entries(view).filter(([field]) => !VIEW_FIELDS.has(field))) as PolicyDocumentInput;
 }
 
+/** What a policy asks of the time after creation, which a shadow, deciding nothing, has none of. */
+const FOLLOW_UP_FIELDS = new Set(['remindAfterSeconds', 'remindEverySeconds', 'standingApproval']);
+
+/** The editor's draft as a shadow: its rules and who decides, without reminders or standing approvals. */
+export function shadowOf(draft: PolicyDocumentInput): NonNullable<PolicyDocumentInput['shadow']> {
+  return Object.fromEntries(Object.entries(draft).filter(([field]) => !FOLLOW_UP_FIELDS.has(field))) as NonNullable<
+    PolicyDocumentInput['shadow']
+  >;
+}
+
 /** Where the API names the fields of a draft sent as `policy` (evaluate, replay), and of a shadow. */
 export const DRAFT_PREFIX = 'policy.';
 export const SHADOW_PREFIX = 'shadow.';

@@ -2,7 +2,7 @@ import { mailNotAccepted } from '../../lib/mailer.js';
 import { approvalMail } from '../../modules/notifications/approval-mail.js';
 import { consoleUrl } from '../../modules/notifications/approval-notice.js';
 import type { ApprovalNotice } from '../../modules/approvals/approval-service.js';
-import type { EntitledMember, NotificationKey } from '../../modules/notifications/notification-store.js';
+import { type EntitledMember, noticeKey } from '../../modules/notifications/notification-store.js';
 import { adminMailOptions } from '../admin-notice-mail.js';
 import { defineEventHandler, type ConsumerContext } from '../consumer.js';
 
@@ -50,14 +50,7 @@ export async function mailApproval(
   let sent = 0;
   const notAccepted: string[] = [];
   for (const member of members) {
-    const key: NotificationKey = {
-      orgId,
-      approvalId: approval.id,
-      revision: approval.revision,
-      channel: 'email',
-      recipient: member.id,
-      ...(reminder === undefined ? {} : { reminder }),
-    };
+    const key = noticeKey(orgId, approval, 'email', member.id, reminder);
     if (!(await notifications.claim(key))) continue;
     const links = await decisionLinks.issue(orgId, approval, member.id).catch(async (error: unknown) => {
       await notifications.markFailed(key, 'retry', errorText(error));

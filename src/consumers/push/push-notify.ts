@@ -1,7 +1,7 @@
 import { formatUtc } from '../../lib/display-time.js';
 import { RetryLater } from '../../lib/job-retries.js';
 import { consoleUrl, describeStage } from '../../modules/notifications/approval-notice.js';
-import type { EntitledMember, NotificationKey } from '../../modules/notifications/notification-store.js';
+import { type EntitledMember, noticeKey } from '../../modules/notifications/notification-store.js';
 import { PushRefused } from '../../modules/push/push-service.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import { defineEventHandler, type ConsumerContext } from '../consumer.js';
@@ -66,14 +66,7 @@ export async function pushApproval(
   const counts = { sent: 0, gone: 0, retry: 0 };
   let retryLater: unknown = null;
   for (const device of devices) {
-    const key: NotificationKey = {
-      orgId,
-      approvalId: approval.id,
-      revision: approval.revision,
-      channel: 'push',
-      recipient: device.id,
-      ...(reminder === undefined ? {} : { reminder }),
-    };
+    const key = noticeKey(orgId, approval, 'push', device.id, reminder);
     if (!(await notifications.claim(key))) continue;
     try {
       const outcome = await push.send(device, message);

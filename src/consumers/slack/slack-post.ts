@@ -1,6 +1,6 @@
 import { slackCallNotApplied } from '../../modules/slack/slack-api.js';
 import { consoleUrl } from '../../modules/notifications/approval-notice.js';
-import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import { noticeKey } from '../../modules/notifications/notification-store.js';
 import { approvalMessage } from '../../modules/slack/slack-messages.js';
 import { defineEventHandler } from '../consumer.js';
 import { callSlack, refreshApprovalMessage, slackJobOptions } from '../../modules/slack/slack-calls.js';
@@ -28,13 +28,7 @@ export const slackPostConsumer = defineEventHandler({
       return { skipped: 'nobody may decide it through Slack' };
     }
 
-    const key: NotificationKey = {
-      orgId: event.orgId,
-      approvalId,
-      revision: approval.revision,
-      channel: 'slack',
-      recipient: connection.channel,
-    };
+    const key = noticeKey(event.orgId, approval, 'slack', connection.channel);
     if (!(await notifications.claim(key))) return { skipped: 'already posted' };
     const content = approvalMessage(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes);
     let posted: { channel?: string; ts?: string };

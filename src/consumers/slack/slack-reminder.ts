@@ -1,7 +1,7 @@
 import { RetryLater } from '../../lib/job-retries.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import { consoleUrl, describeReminder } from '../../modules/notifications/approval-notice.js';
-import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import { noticeKey } from '../../modules/notifications/notification-store.js';
 import { slackCallNotApplied } from '../../modules/slack/slack-api.js';
 import { callSlack } from '../../modules/slack/slack-calls.js';
 import { slackEscape } from '../../modules/slack/slack-messages.js';
@@ -26,14 +26,7 @@ export async function remindInSlack(
   const text = `${slackEscape(describeReminder(approval, undecided))} <${consoleUrl(config.PUBLIC_URL, approval.id)}|Open in console>`;
   let sent = 0;
   for (const message of await notifications.postedSlackMessages(approval.id, approval.revision)) {
-    const key: NotificationKey = {
-      orgId,
-      approvalId: approval.id,
-      revision: approval.revision,
-      channel: 'slack',
-      recipient: message.recipient,
-      reminder,
-    };
+    const key = noticeKey(orgId, approval, 'slack', message.recipient, reminder);
     if (!(await notifications.claim(key))) continue;
     try {
       await callSlack(

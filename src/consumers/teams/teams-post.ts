@@ -1,5 +1,5 @@
 import { consoleUrl } from '../../modules/notifications/approval-notice.js';
-import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import { noticeKey } from '../../modules/notifications/notification-store.js';
 import { approvalCard } from '../../modules/teams/teams-cards.js';
 import { refreshApprovalCard, teamsJobOptions } from '../../modules/teams/teams-cards-refresh.js';
 import { TeamsCallError } from '../../modules/teams/teams-connector.js';
@@ -29,13 +29,7 @@ export const teamsPostConsumer = defineEventHandler({
       return { skipped: 'nobody may decide it through Teams' };
     }
 
-    const key: NotificationKey = {
-      orgId: event.orgId,
-      approvalId,
-      revision: approval.revision,
-      channel: 'teams',
-      recipient: connection.channelId,
-    };
+    const key = noticeKey(event.orgId, approval, 'teams', connection.channelId);
     if (!(await notifications.claim(key))) return { skipped: 'already posted' };
     let activityId: string;
     try {

@@ -1,7 +1,7 @@
 import { RetryLater } from '../../lib/job-retries.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import { consoleUrl, describeReminder } from '../../modules/notifications/approval-notice.js';
-import type { NotificationKey } from '../../modules/notifications/notification-store.js';
+import { noticeKey } from '../../modules/notifications/notification-store.js';
 import { reminderCard } from '../../modules/teams/teams-cards.js';
 import { TeamsCallError } from '../../modules/teams/teams-connector.js';
 import type { ConsumerContext } from '../consumer.js';
@@ -23,14 +23,7 @@ export async function remindInTeams(
   const posted = await notifications.postedTeamsActivities(approval.id, approval.revision);
   const undecided = posted.length > 0 ? await notifications.undecidedMembers(orgId, approval.id, 'teams') : [];
   if (undecided.length === 0) return { sent: 0 };
-  const key: NotificationKey = {
-    orgId,
-    approvalId: approval.id,
-    revision: approval.revision,
-    channel: 'teams',
-    recipient: connection.channelId,
-    reminder,
-  };
+  const key = noticeKey(orgId, approval, 'teams', connection.channelId, reminder);
   if (!(await notifications.claim(key))) return { sent: 0 };
   try {
     await connection.bot.post(

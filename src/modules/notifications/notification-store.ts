@@ -32,6 +32,24 @@ export interface NotificationKey {
   reminder?: number;
 }
 
+/** The notice of `approval`'s current revision to `recipient` through `channel`; with `reminder`, that reminder point's. */
+export function noticeKey(
+  orgId: string,
+  approval: { id: string; revision: number },
+  channel: NotificationChannel,
+  recipient: string,
+  reminder?: number,
+): NotificationKey {
+  return {
+    orgId,
+    approvalId: approval.id,
+    revision: approval.revision,
+    channel,
+    recipient,
+    ...(reminder === undefined ? {} : { reminder }),
+  };
+}
+
 /**
  * The recipient as approval_notifications keeps it: a reminder is claimed apart from the notice of
  * the request itself and from every other reminder point, under the same recipient with its point.
@@ -114,15 +132,7 @@ export class NotificationStore {
    * Empty once the approval is settled or past its deadline.
    */
   entitledMembers(orgId: string, approvalId: string, channel: DecisionChannel): Promise<EntitledMember[]> {
-    return this.sql.query<EntitledMember>(
-      'entitled-members',
-      `SELECT ${ENTITLED_MEMBER_COLUMNS}
-       FROM approvals a JOIN members m ON m.org_id = a.org_id
-       WHERE ${oneApproval('$1', '$2', 'a')} AND a.status = 'pending' AND a.expires_at > clock_timestamp()
-         AND ag_decision_refusal(a, jsonb_build_object('type', 'user', 'id', m.id, 'email', m.email, 'role', m.role), $3) IS NULL
-       ORDER BY m.created_at, m.id`,
-      [orgId, approvalId, channel],
-    );
+    return this.membersWhoMayDecide('entitled-members', orgId, approvalId, channel, '');
   }
 
   /**
@@ -130,13 +140,29 @@ export class NotificationStore {
    * channel or key of theirs: whom a reminder is for.
    */
   undecidedMembers(orgId: string, approvalId: string, channel: DecisionChannel): Promise<EntitledMember[]> {
-    return this.sql.query<EntitledMember>(
+    return this.membersWhoMayDecide(
       'undecided-members',
+      orgId,
+      approvalId,
+      channel,
+      `AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = a.id AND v.voter_key = 'user:' || m.id::text)`,
+    );
+  }
+
+  private membersWhoMayDecide(
+    name: string,
+    orgId: string,
+    approvalId: string,
+    channel: DecisionChannel,
+    condition: string,
+  ): Promise<EntitledMember[]> {
+    return this.sql.query<EntitledMember>(
+      name,
       `SELECT ${ENTITLED_MEMBER_COLUMNS}
        FROM approvals a JOIN members m ON m.org_id = a.org_id
        WHERE ${oneApproval('$1', '$2', 'a')} AND a.status = 'pending' AND a.expires_at > clock_timestamp()
          AND ag_decision_refusal(a, jsonb_build_object('type', 'user', 'id', m.id, 'email', m.email, 'role', m.role), $3) IS NULL
-         AND NOT EXISTS (SELECT 1 FROM approval_votes v WHERE v.approval_id = a.id AND v.voter_key = 'user:' || m.id::text)
+         ${condition}
        ORDER BY m.created_at, m.id`,
       [orgId, approvalId, channel],
     );
