@@ -24,7 +24,10 @@ AS $$
                       OR lower(voter->>'email') = ANY (p_approval.reviewer_emails)
                       -- A delegate decides in the place of a member the approval names, while the
                       -- delegation runs: docs/members-and-channels.md#delegation. The vote is the delegate's.
-                      OR jsonb_array_length(ag_stands_in_for(p_approval, p_voter)) > 0)) THEN 'not_a_reviewer'
+                      -- Asked in full only of someone's delegate: a voter who is nobody's delegate
+                      -- pays one index probe a row for it (bench:inbox, the empty inbox).
+                      OR (EXISTS (SELECT 1 FROM members d WHERE d.delegate_id = (voter->>'id')::uuid)
+                          AND jsonb_array_length(ag_stands_in_for(p_approval, voter, requester)) > 0))) THEN 'not_a_reviewer'
     WHEN NOT p_approval.allow_self_approval
          AND ((requester->>'type' = voter->>'type' AND requester->>'id' = voter->>'id')
               OR (voter->>'type' = 'user' AND lower(voter->>'email') = lower(p_approval.on_behalf_of))) THEN 'self_approval'

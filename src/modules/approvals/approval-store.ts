@@ -142,7 +142,8 @@ export class ApprovalStore {
   async standsInFor(id: string, voter: VoterRecord): Promise<Delegator[]> {
     const [row] = await this.sql.query<{ members: Delegator[] }>(
       'stands-in-for',
-      `SELECT ag_stands_in_for(a, $3::jsonb) AS members FROM approvals a WHERE ${oneApproval('$1', '$2', 'a')}`,
+      `SELECT ag_stands_in_for(a, ag_principal_of($3::jsonb), ag_principal_of(a.requested_by)) AS members
+       FROM approvals a WHERE ${oneApproval('$1', '$2', 'a')}`,
       [this.orgId, id, JSON.stringify(voter)],
     );
     return row?.members ?? [];
