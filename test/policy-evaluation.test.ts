@@ -161,12 +161,16 @@ describe('the hard time limit', () => {
     const impatient = new PolicyEvaluator({ ...limits, wallLimitMs: 100 });
     const rule = document('payload.l.all(x, payload.l.all(y, y != x + 0.5))');
     // Busy processes at normal priority on every core leave the low-priority workers almost no CPU.
-    const hogs = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
+    const hogs = Array.from({ length: 4 * availableParallelism() }, () =>
+      spawn(process.execPath, ['-e', 'process.stdout.write("busy"); for (;;);'], { stdio: ['ignore', 'pipe', 'ignore'] }),
+    );
     try {
       await Promise.all([patient, impatient].map((pool) => pool.evaluate(document('true'), input({}), 'org-a')));
+      // Measured once every hog is spinning, not while they start.
+      await Promise.all(hogs.map((hog) => new Promise((resolve) => hog.stdout.once('data', resolve))));
       const started = Date.now();
       const [waited, stopped] = await Promise.all(
-        [patient, impatient].map((pool) => pool.evaluate(rule, input({ l: ints(300) }), 'org-a')),
+        [patient, impatient].map((pool) => pool.evaluate(rule, input({ l: ints(200) }), 'org-a')),
       );
       expect(Date.now() - started).toBeGreaterThan(limits.timeLimitMs);
       expect(waited).toEqual({ outcome: 'allow', matchedRule: 0 });
