@@ -174,6 +174,9 @@ describe('upgrading past the key owners', () => {
     await addKey('mintedByAdmin');
     await addKey('madeByCli');
     await applyMigrationFiles(db, [BACKFILL]);
+    // api_keys.created_at keeps milliseconds, rounded: a key made within the millisecond the
+    // migration finished may read as made before it.
+    await new Promise((resolve) => setTimeout(resolve, 2));
     // Once owners exist, POST /v1/keys stores its owner, and a key the CLI makes is a service key.
     await addKey('cliAfterOwners');
     // ...and a key made with the admin's old key belongs to that key's principal, unknown as it is.
