@@ -18,14 +18,13 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { SCOPES } from '../src/modules/orgs/tenant.js';
-import { APPROVAL_WEBHOOK_TYPES } from '../src/modules/audit/audit-events.js';
 import { formatTable } from './lib/figures.js';
 import { expectJson, putPolicy } from './lib/http.js';
 import { answers200, startNodeProcess, startWorker, type NodeProcess } from './lib/processes.js';
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 import { createPostgresCluster } from './soak/postgres-cluster.js';
 import { startRedisServer } from './soak/redis-server.js';
-import { startTrafficRig } from './soak/traffic-rig.js';
+import { drainOwedWebhooks, startTrafficRig } from './soak/traffic-rig.js';
 
 const STEP_SECONDS = envInt('SOAK_UPGRADE_STEP_SECONDS', 10);
 const CREATIONS_PER_SECOND = envNumber('SOAK_CREATIONS_PER_SECOND', 20);
@@ -174,19 +173,7 @@ runBenchmark('soak:upgrade', (STEP_SECONDS * 12 + DRAIN_SECONDS + BUILD_ALLOWANC
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   cleanup(() => db.end());
-  const expectedEvents = async () =>
-    (
-      await db.query<{ event_id: string }>('SELECT event_id FROM outbox_messages WHERE org_id = $1 AND event_type = ANY($2)', [
-        orgId,
-        [...APPROVAL_WEBHOOK_TYPES],
-      ])
-    ).rows.map((row) => row.event_id);
-  const drainUntil = Date.now() + DRAIN_SECONDS * 1000;
-  let expected = await expectedEvents();
-  while (expected.some((id) => !receiver.deliveries.has(id)) && Date.now() < drainUntil) {
-    await sleep(1000);
-    expected = await expectedEvents();
-  }
+  const expected = await drainOwedWebhooks(db, orgId, receiver, DRAIN_SECONDS);
 
   const ids = [...traffic.acknowledged.created.keys()];
   const { rows: stored } = await db.query<{ id: string; status: string; decided_at: Date | null }>(

@@ -29,7 +29,7 @@ import { startWebServer, startWorker, type NodeProcess } from './lib/processes.j
 import { envInt, envNumber, log, runBenchmark } from './lib/run.js';
 import { createPostgresCluster } from './soak/postgres-cluster.js';
 import { startRedisServer } from './soak/redis-server.js';
-import { startTrafficRig } from './soak/traffic-rig.js';
+import { drainOwedWebhooks, startTrafficRig } from './soak/traffic-rig.js';
 
 const SECONDS = envInt('SOAK_SECONDS', envNumber('SOAK_MINUTES', 10) * 60);
 const CREATIONS_PER_SECOND = envNumber('SOAK_CREATIONS_PER_SECOND', 20);
@@ -167,20 +167,8 @@ runBenchmark('soak', (SECONDS + DRAIN_SECONDS + 600) * 1000, async (cleanup) => 
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   cleanup(() => db.end());
-  const expectedEvents = async () =>
-    (
-      await db.query<{ event_id: string }>('SELECT event_id FROM outbox_messages WHERE org_id = $1 AND event_type = ANY($2)', [
-        orgId,
-        [...APPROVAL_WEBHOOK_TYPES],
-      ])
-    ).rows.map((row) => row.event_id);
   log(`waiting up to ${DRAIN_SECONDS} s for the webhooks still owed ...`);
-  const drainUntil = Date.now() + DRAIN_SECONDS * 1000;
-  let expected = await expectedEvents();
-  while (expected.some((id) => !receiver.deliveries.has(id)) && Date.now() < drainUntil) {
-    await sleep(1000);
-    expected = await expectedEvents();
-  }
+  const expected = await drainOwedWebhooks(db, orgId, receiver, DRAIN_SECONDS);
 
   const ids = [...traffic.acknowledged.created.keys()];
   const { rows: stored } = await db.query<{ id: string; status: string }>('SELECT id, status FROM approvals WHERE id = ANY($1)', [ids]);

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type pg from 'pg';
 import { APPROVAL_WEBHOOK_TYPES } from '../../src/modules/audit/audit-events.js';
 import { expectJson, putPolicy } from '../lib/http.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from './round-robin-proxy.js';
@@ -49,4 +51,25 @@ export async function startTrafficRig(
     longPollers: options.longPollers,
   });
   return { port, proxy, receiver, traffic };
+}
+
+/**
+ * Waits up to `seconds` for the receiver to have every webhook the organization's outbox owes it
+ * (every approval event of a webhook type); returns the ids of those events, as the drain left them.
+ */
+export async function drainOwedWebhooks(db: pg.Client, orgId: string, receiver: WebhookReceiver, seconds: number): Promise<string[]> {
+  const owed = async () =>
+    (
+      await db.query<{ event_id: string }>('SELECT event_id FROM outbox_messages WHERE org_id = $1 AND event_type = ANY($2)', [
+        orgId,
+        [...APPROVAL_WEBHOOK_TYPES],
+      ])
+    ).rows.map((row) => row.event_id);
+  const until = Date.now() + seconds * 1000;
+  let expected = await owed();
+  while (expected.some((id) => !receiver.deliveries.has(id)) && Date.now() < until) {
+    await sleep(1000);
+    expected = await owed();
+  }
+  return expected;
 }
