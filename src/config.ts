@@ -76,6 +76,13 @@ const environmentSchema = z.object({
    */
   EXPIRY_WATCH_INTERVAL_MS: positiveInt.max(500).default(250),
   /**
+   * How long before its deadline an expiry job starts: it reads the approval then and waits out
+   * the rest in the worker, so that neither the queue's lateness nor the read falls after the
+   * deadline. At most 450, so that with EXPIRY_WATCH_INTERVAL_MS it stays below the shortest
+   * timeout (1 s): the watcher looks that far ahead.
+   */
+  EXPIRY_LEAD_MS: z.coerce.number().int().min(0).max(450).default(250),
+  /**
    * The longest a worker's reminder watcher waits before it looks for due reminders again
    * (docs/members-and-channels.md#reminders): how late a reminder may be, at most.
    */

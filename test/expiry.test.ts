@@ -35,7 +35,9 @@ type View = {
 const create = async (policyKey: string, payload: Record<string, unknown> = {}) =>
   (await org.request('post', '/v1/approvals').send({ action: 'deploy', payload, policyKey, agent: 'bot' })).body as View;
 
-const waitForSettlement = async (id: string) => (await org.request('get', `/v1/approvals/${id}?wait=10`).expect(200)).body as View;
+const waitForSettlementOf = async (owner: TestOrg, id: string) =>
+  (await owner.request('get', `/v1/approvals/${id}?wait=10`).expect(200)).body as View;
+const waitForSettlement = (id: string) => waitForSettlementOf(org, id);
 
 describe('expiry', () => {
   it('expires a pending approval within a second of its deadline, with its audit event and webhook', async () => {
@@ -244,6 +246,7 @@ describe('deadline watcher', () => {
       const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
         maxWaitMs: 10_000,
         aheadMs: 0,
+        leadMs: 0,
         pageSize: 5,
       });
       // Deadlines are in milliseconds, so two can tie: the id breaks the tie, as in the watcher's walk.
@@ -265,6 +268,7 @@ describe('deadline watcher', () => {
       const capped = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
         maxWaitMs: 200,
         aheadMs: 0,
+        leadMs: 0,
         pageSize: 5,
       });
       await expiries.obliterate({ force: true });
@@ -281,7 +285,7 @@ describe('deadline watcher', () => {
 });
 
 describe('deadline watcher, handing over ahead', () => {
-  it('hands a deadline closer than aheadMs over as a job delayed until it falls due, and no other', async () => {
+  it('hands a deadline closer than aheadMs over as a job delayed until leadMs before it falls due, and no other', async () => {
     const quiet = await createTestEnv();
     try {
       const owner = await quiet.createOrg();
@@ -296,6 +300,7 @@ describe('deadline watcher, handing over ahead', () => {
       const watcher = new DeadlineWatcher(quiet.services.sql, quiet.services.jobs, quiet.services.logger, {
         maxWaitMs: 400,
         aheadMs: 3_000,
+        leadMs: 300,
         pageSize: 10,
       });
       const expiries = quiet.services.jobs.queue(approvalExpiryJob);
@@ -306,15 +311,54 @@ describe('deadline watcher, handing over ahead', () => {
       expect(others).toEqual([]);
       expect(job!.data).toEqual({ orgId: owner.orgId, approvalId: soon.id });
       const dueAt = job!.timestamp + (job!.opts.delay ?? 0);
-      // Never before the deadline (the job would only wait again); late by no more than the look.
-      expect(dueAt).toBeGreaterThanOrEqual(deadline - 1);
-      expect(dueAt).toBeLessThan(deadline + 500);
+      // Never more than the lead ahead (the job would only be given back); late by no more than the look.
+      expect(dueAt).toBeGreaterThanOrEqual(deadline - 300 - 1);
+      expect(dueAt).toBeLessThan(deadline - 300 + 500);
 
       // Handed over once: the next look passes it by.
       await watcher.handOverDue();
       expect((await handedOver()).map((handed) => handed.id)).toEqual([job!.id]);
     } finally {
       await quiet.close();
+    }
+  });
+});
+
+describe('expiry job started ahead of the deadline', () => {
+  it('reads the approval at once and settles it at its deadline, never before; a decision made meanwhile wins', async () => {
+    const ahead = await createTestEnv({ EXPIRY_LEAD_MS: '450' });
+    const runtime = await startWorkerRuntime(ahead.services, ['approval-expiry']);
+    try {
+      const owner = await ahead.createOrg();
+      await owner.request('put', '/v1/policies/short').send({ timeoutSeconds: 1 }).expect(200);
+      const createShort = async () =>
+        (await owner.request('post', '/v1/approvals').send({ action: 'deploy', payload: {}, policyKey: 'short' }).expect(201)).body as View;
+      const expiring = await Promise.all(Array.from({ length: 10 }, createShort));
+      const decided = await createShort();
+      const expiries = ahead.services.jobs.queue(approvalExpiryJob);
+      const jobOf = (approval: View) => expiries.getJob(approvalExpiryJob.jobId!({ orgId: owner.orgId, approvalId: approval.id }));
+
+      // The decision comes while the job, started ahead, waits for the deadline it has read.
+      const started = await eventually(async () => ((await jobOf(decided))?.processedOn ? true : undefined));
+      expect(started).toBe(true);
+      await owner.asReviewer('post', `/v1/approvals/${decided.id}/decision`).send({ verdict: 'approved' }).expect(200);
+
+      for (const approval of expiring) expect((await waitForSettlementOf(owner, approval.id)).status).toBe('expired');
+      expect((await waitForSettlementOf(owner, decided.id)).status).toBe('approved');
+      const chain = await readChain(ahead.services.db, owner.orgId);
+      expect(chainProblem(chain)).toBeNull();
+      for (const approval of expiring) {
+        const deadline = Date.parse(approval.expiresAt!);
+        // Started ahead: the wait happened in the job, not in the queue.
+        expect((await jobOf(approval))!.processedOn!).toBeLessThan(deadline);
+        const expired = chain.filter((event) => event.type === 'approval.expired' && event.data.approvalId === approval.id);
+        expect(expired).toHaveLength(1);
+        expect(Date.parse(expired[0]!.createdAt)).toBeGreaterThanOrEqual(deadline);
+      }
+      expect(chain.filter((event) => event.data.approvalId === decided.id && event.type === 'approval.expired')).toEqual([]);
+    } finally {
+      await runtime.stop();
+      await ahead.close();
     }
   });
 });

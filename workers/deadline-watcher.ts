@@ -18,6 +18,12 @@ export interface DeadlineWatcherOptions {
    * so that the watcher's place never passes a deadline committed after its look.
    */
   aheadMs: number;
+  /**
+   * How long before its deadline a handed-over job falls due: the job reads the approval then and
+   * waits out the rest itself (see ApprovalService.timeOut), so that the queue's lateness and the
+   * read happen before the deadline instead of after it. Below `aheadMs`.
+   */
+  leadMs: number;
   /** Due approvals handed over per look; a full page is followed by the next at once. */
   pageSize: number;
 }
@@ -26,9 +32,9 @@ export interface DeadlineWatcherOptions {
  * Hands each pending approval to the expiry queue for its deadline by the database's clock,
  * instead of a delayed job per approval enqueued at its creation, which was a large share of a
  * pending creation's work (see docs/operations.md, "Asynchronous work"). A deadline less than
- * `aheadMs` away is handed over ahead, as a job delayed until it falls due: a job handed over
- * only once its deadline had passed was late by the watcher's round (its wait, its look, the
- * handover), on top of the queue's own lateness. It sleeps until the next deadline comes that
+ * `aheadMs` away is handed over ahead, as a job delayed until `leadMs` before it falls due: a job
+ * handed over only once its deadline had passed was late by the watcher's round (its wait, its
+ * look, the handover), and one starting at the deadline by the queue's own lateness and its read. It sleeps until the next deadline comes that
  * close, or at most `maxWaitMs`.
  *
  * Every worker with the approval-expiry role runs one: the job id (`expire-<id>`) makes several
@@ -49,13 +55,13 @@ export class DeadlineWatcher {
 
   /** Hands over one page of due approvals; returns how long to wait before the next look. */
   async handOverDue(): Promise<number> {
-    const { aheadMs } = this.options;
+    const { aheadMs, leadMs } = this.options;
     const { due, nextInMs } = await ApprovalStore.dueDeadlines(this.sql, this.after, this.options.pageSize, aheadMs);
-    // Timed from the answer, not from the statement's start: a job may then fire a moment late, never early.
+    // Timed from the answer, not from the statement's start: a job may then start a moment late, never earlier than its lead.
     const answeredAt = performance.now();
     const sinceAnswer = () => performance.now() - answeredAt;
     const handovers = due.map(({ orgId, id, inMs }) =>
-      this.jobs.add(approvalExpiryJob, { orgId, approvalId: id }, Math.max(0, Math.ceil(inMs - sinceAnswer()))),
+      this.jobs.add(approvalExpiryJob, { orgId, approvalId: id }, Math.max(0, Math.ceil(inMs - leadMs - sinceAnswer()))),
     );
     await withTimeout(Promise.all(handovers), ENQUEUE_BATCH_TIMEOUT_MS, 'handing due approvals to the expiry queue');
     // Moved on only once Redis holds the jobs: a failed handover is read again at the next look.

@@ -126,7 +126,8 @@ export async function startWorkerRuntime(services: Services, roles: readonly str
   if (roles.includes(approvalExpiryJob.queue)) {
     const watcher = new DeadlineWatcher(services.sql, services.jobs, logger, {
       maxWaitMs: config.EXPIRY_WATCH_INTERVAL_MS,
-      aheadMs: config.EXPIRY_WATCH_INTERVAL_MS,
+      aheadMs: config.EXPIRY_WATCH_INTERVAL_MS + config.EXPIRY_LEAD_MS,
+      leadMs: config.EXPIRY_LEAD_MS,
       pageSize: DEADLINE_PAGE_SIZE,
     });
     runUntilStopped((stop) => watcher.run(stop));

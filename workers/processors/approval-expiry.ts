@@ -6,13 +6,18 @@ import type { Services } from '../../src/services.js';
 
 const actor: Actor = { type: 'system', id: 'expiry-worker' };
 
-/** Settles an approval whose deadline has passed, or waits for a deadline this process saw early. */
-export function expireApproval({ approvals }: Pick<Services, 'approvals'>): JobHandler<PayloadOf<typeof approvalExpiryJob>> {
+/** Settles an approval at its deadline: waits for one at most the lead away, gives the job back to the queue for a later one. */
+export function expireApproval({
+  approvals,
+  config,
+}: Pick<Services, 'approvals' | 'config'>): JobHandler<PayloadOf<typeof approvalExpiryJob>> {
+  // Started up to the lead ahead of the deadline (workers/deadline-watcher.ts), later by the queue's own lateness.
+  const waitUpToMs = config.EXPIRY_LEAD_MS;
   return async ({ orgId, approvalId }, job, token) => {
-    const outcome = await approvals.timeOut(orgId, approvalId, actor);
+    const outcome = await approvals.timeOut(orgId, approvalId, actor, waitUpToMs);
     if (outcome.kind === 'not_due') {
-      // Early by clock differences between Redis, this process and the database: wait for it.
-      await job.moveToDelayed(outcome.dueAt.getTime(), token);
+      // Farther off than the lead (a deadline moved by a revision, clocks that differ): back to the queue until the lead.
+      await job.moveToDelayed(outcome.dueAt.getTime() - waitUpToMs, token);
       throw new DelayedError();
     }
     return outcome;

@@ -27,6 +27,7 @@ import { ApprovalWrites } from './approval-writes.js';
 import { StandingApprovalStore, type StandingGrant } from './standing-approval-store.js';
 import type { StandingApprovalView } from './standing-approval-schemas.js';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
 import type { Caller } from '../../lib/caller.js';
 import type { ApprovalSettlements } from './approval-settlements.js';
@@ -374,14 +375,19 @@ export class ApprovalService {
    * Applies the timeout of a pending approval whose deadline has passed: `expired`, or
    * `escalated` with a successor under `escalateTo` created in the same transaction. Safe to
    * call repeatedly and concurrently (expiry jobs, sweeper, a racing decision): one call wins.
+   * A deadline at most `waitUpToMs` away is waited for here, once the approval is read, so that an
+   * expiry job started ahead of it settles at the deadline rather than a read later.
    */
-  async timeOut(orgId: string, id: string, actor: Actor): Promise<TimeoutOutcome> {
+  async timeOut(orgId: string, id: string, actor: Actor, waitUpToMs = 0): Promise<TimeoutOutcome> {
     const store = new ApprovalStore(this.data.db, this.data.sql, orgId);
     // Batched with the reads of the other expiries running in this process, as their writes are.
     const approval = await this.lookups.findById(orgId, id);
     if (!approval || !DEADLINE_RUNS.has(approval.status) || !approval.expiresAt) return { kind: 'not_pending' };
+    const untilDue = approval.expiresAt.getTime() - Date.now();
+    if (untilDue > waitUpToMs) return { kind: 'not_due', dueAt: approval.expiresAt };
+    // A decision landing meanwhile wins: the settlement below applies only to a waiting approval.
+    if (untilDue > 0) await sleep(untilDue);
     const now = new Date();
-    if (approval.expiresAt > now) return { kind: 'not_due', dueAt: approval.expiresAt };
 
     const successor = approval.onTimeout === 'escalate' && approval.escalateTo ? await this.successorOf(orgId, approval, actor, now) : null;
     const { settlement, events } = timeOutApproval(approval, actor, now, successor);
