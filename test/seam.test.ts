@@ -148,17 +148,10 @@ describe('the consumer seam', () => {
     );
     const tasks = await env.services.db.consumerTask.findMany({ where: { orgId: org.orgId } });
     expect(tasks.filter((task) => task.status !== 'done')).toEqual([]);
+    // Mail, Slack and Teams have nobody to serve in this organization (no member takes mail, nothing
+    // is connected): their events make no task for them.
     expect(new Set(tasks.map((task) => task.consumer))).toEqual(
-      new Set([
-        'orphan-alert',
-        'endpoint-disabled-alert',
-        'approval-mail',
-        'slack-post',
-        'slack-update',
-        'teams-post',
-        'teams-update',
-        recordingConsumer.name,
-      ]),
+      new Set(['orphan-alert', 'endpoint-disabled-alert', recordingConsumer.name]),
     );
   }, 120_000);
 });

@@ -83,6 +83,12 @@ export interface EventHandlerSpec {
   name: string;
   events: readonly DomainEventType[];
   accepts?: (event: DomainEvent, config: Config) => boolean;
+  /**
+   * Of these organizations, those in which the consumer can have work at all (a Slack workspace
+   * connected, a member to mail): events of the others make no task and no job. Asked once per
+   * relayed batch, so an organization that connects later is served from its next event on.
+   */
+  servedOrgs?: (orgIds: readonly string[], context: ConsumerContext) => Promise<ReadonlySet<string>>;
   options: JobOptions;
   /**
    * Acts on one event; throwing retries it with the options' backoff, throwing RetryLater runs it
@@ -128,8 +134,11 @@ export function defineEventHandler(
         }
       };
     },
-    async plan(events, { consumerTasks }) {
-      const pending = await consumerTasks.create(spec.name, events);
+    async plan(events, context) {
+      const served = spec.servedOrgs ? await spec.servedOrgs([...new Set(events.map((event) => event.orgId))], context) : null;
+      const worked = served ? events.filter((event) => served.has(event.orgId)) : events;
+      if (worked.length === 0) return [];
+      const pending = await context.consumerTasks.create(spec.name, worked);
       return pending.map((eventId) => ({ eventId }));
     },
   };

@@ -126,6 +126,16 @@ const POSTED_TEAMS_ACTIVITY_COLUMNS = selectList(
 export class NotificationStore {
   constructor(private readonly sql: Sql) {}
 
+  /** Of these organizations, those with a member who takes email notifications. */
+  async orgsWithMailRecipients(orgIds: readonly string[]): Promise<ReadonlySet<string>> {
+    const rows = await this.sql.query<{ orgId: string }>(
+      'orgs-with-mail-recipients',
+      `SELECT DISTINCT org_id AS "orgId" FROM members WHERE org_id = ANY ($1::uuid[]) AND email_notifications`,
+      [orgIds],
+    );
+    return new Set(rows.map((row) => row.orgId));
+  }
+
   /**
    * The organization's members entitled to decide the approval through `channel` while it is
    * pending, asked of ag_decision_refusal: the one definition of who may decide (see docs/policies.md).
