@@ -130,7 +130,7 @@ export async function createServices(
   const mailbox = config.NODE_ENV === 'production' ? null : new Mailbox(redis, config.REDIS_PREFIX);
   const mailer = createMailer(config, logger, mailbox);
   const metrics = new Metrics(role);
-  const outbox = new OutboxStore(db, sql);
+  const outbox = new OutboxStore(sql);
   metrics.onScrape(async () => metrics.outboxLag.set(await outbox.lagSeconds()));
   metrics.onScrape(async () => {
     const depths = await Promise.all(

@@ -133,6 +133,7 @@ describe('expiry', () => {
     }
   });
 
+  // The expiry jobs start EXPIRY_LEAD_MS ahead: the decisions before the deadline land while they wait.
   it('gives a decision racing the expiry exactly one winner', async () => {
     const approvals = await Promise.all(Array.from({ length: 20 }, () => create('short')));
     const deadline = Math.max(...approvals.map((a) => Date.parse(a.expiresAt!)));
@@ -325,7 +326,7 @@ describe('deadline watcher, handing over ahead', () => {
 });
 
 describe('expiry job started ahead of the deadline', () => {
-  it('reads the approval at once and settles it at its deadline, never before; a decision made meanwhile wins', async () => {
+  it('reads the approval at once and settles it at its deadline, never before', async () => {
     const ahead = await createTestEnv({ EXPIRY_LEAD_MS: '450' });
     const runtime = await startWorkerRuntime(ahead.services, ['approval-expiry']);
     try {
@@ -334,17 +335,10 @@ describe('expiry job started ahead of the deadline', () => {
       const createShort = async () =>
         (await owner.request('post', '/v1/approvals').send({ action: 'deploy', payload: {}, policyKey: 'short' }).expect(201)).body as View;
       const expiring = await Promise.all(Array.from({ length: 10 }, createShort));
-      const decided = await createShort();
       const expiries = ahead.services.jobs.queue(approvalExpiryJob);
       const jobOf = (approval: View) => expiries.getJob(approvalExpiryJob.jobId!({ orgId: owner.orgId, approvalId: approval.id }));
 
-      // The decision comes while the job, started ahead, waits for the deadline it has read.
-      const started = await eventually(async () => ((await jobOf(decided))?.processedOn ? true : undefined));
-      expect(started).toBe(true);
-      await owner.asReviewer('post', `/v1/approvals/${decided.id}/decision`).send({ verdict: 'approved' }).expect(200);
-
       for (const approval of expiring) expect((await waitForSettlementOf(owner, approval.id)).status).toBe('expired');
-      expect((await waitForSettlementOf(owner, decided.id)).status).toBe('approved');
       const chain = await readChain(ahead.services.db, owner.orgId);
       expect(chainProblem(chain)).toBeNull();
       for (const approval of expiring) {
@@ -355,7 +349,6 @@ describe('expiry job started ahead of the deadline', () => {
         expect(expired).toHaveLength(1);
         expect(Date.parse(expired[0]!.createdAt)).toBeGreaterThanOrEqual(deadline);
       }
-      expect(chain.filter((event) => event.data.approvalId === decided.id && event.type === 'approval.expired')).toEqual([]);
     } finally {
       await runtime.stop();
       await ahead.close();

@@ -24,7 +24,7 @@ export const approvalMailConsumer = defineEventHandler({
   name: 'approval-mail',
   events: ['approval.created', 'approval.revised', 'approval.stage_completed'],
   accepts: (event) => event.data.status === 'pending',
-  servedOrgs: (orgIds, { notifications }) => notifications.orgsWithMailRecipients(orgIds),
+  servedOrgs: (orgIds, { notifications }) => notifications.orgsReachedThrough('email', orgIds),
   options: adminMailOptions,
   handle: (context) => async (event) => {
     const approvalId = String(event.data.approvalId);

@@ -18,7 +18,7 @@ export const pushNotifyConsumer = defineEventHandler({
   name: 'push-notify',
   events: ['approval.created', 'approval.revised', 'approval.stage_completed'],
   accepts: (event, config) => event.data.status === 'pending' && config.VAPID_PUBLIC_KEY !== undefined,
-  servedOrgs: (orgIds, { push }) => push.subscribedOrgs(orgIds),
+  servedOrgs: (orgIds, { notifications }) => notifications.orgsReachedThrough('push', orgIds),
   options: {
     attempts: 8,
     backoff: { type: 'exponential', delay: 1000 },

@@ -15,7 +15,7 @@ export const slackPostConsumer = defineEventHandler({
   name: 'slack-post',
   events: ['approval.created', 'approval.revised'],
   accepts: (event) => event.data.status === 'pending',
-  servedOrgs: (orgIds, { slack }) => slack.connectedOrgs(orgIds),
+  servedOrgs: (orgIds, { notifications }) => notifications.orgsReachedThrough('slack', orgIds),
   options: slackJobOptions,
   handle: (services) => async (event) => {
     const { approvals, notifications, slack, config, logger } = services;

@@ -11,7 +11,7 @@ import { refreshApprovalMessage, slackJobOptions } from '../../modules/slack/sla
 export const slackUpdateConsumer = defineEventHandler({
   name: 'slack-update',
   events: POSTED_CARD_EVENTS,
-  servedOrgs: (orgIds, { slack }) => slack.connectedOrgs(orgIds),
+  servedOrgs: (orgIds, { notifications }) => notifications.orgsReachedThrough('slack', orgIds),
   options: slackJobOptions,
   handle: (services) => async (event) => {
     const approvalId = String(event.data.approvalId);

@@ -16,7 +16,7 @@ export const teamsPostConsumer = defineEventHandler({
   name: 'teams-post',
   events: ['approval.created', 'approval.revised'],
   accepts: (event) => event.data.status === 'pending',
-  servedOrgs: (orgIds, { teams }) => teams.connectedOrgs(orgIds),
+  servedOrgs: (orgIds, { notifications }) => notifications.orgsReachedThrough('teams', orgIds),
   options: teamsJobOptions,
   handle: (services) => async (event) => {
     const { approvals, notifications, teams, config, logger } = services;

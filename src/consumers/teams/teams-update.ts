@@ -11,7 +11,7 @@ import { POSTED_CARD_EVENTS } from '../posted-card-events.js';
 export const teamsUpdateConsumer = defineEventHandler({
   name: 'teams-update',
   events: POSTED_CARD_EVENTS,
-  servedOrgs: (orgIds, { teams }) => teams.connectedOrgs(orgIds),
+  servedOrgs: (orgIds, { notifications }) => notifications.orgsReachedThrough('teams', orgIds),
   options: teamsJobOptions,
   handle: (services) => async (event) => {
     const approvalId = String(event.data.approvalId);

@@ -123,16 +123,23 @@ const POSTED_TEAMS_ACTIVITY_COLUMNS = selectList(
  * claimed (a committed row) before it is sent, so that no second sender, retry or worker can send
  * it again; see docs/members-and-channels.md for what that guarantees around a crash.
  */
+/** Per channel, the organizations of $1 it can reach someone in. */
+const ORGS_REACHED_THROUGH: Record<NotificationChannel, string> = {
+  email: `SELECT DISTINCT org_id AS "orgId" FROM members WHERE org_id = ANY ($1::uuid[]) AND email_notifications`,
+  slack: `SELECT org_id AS "orgId" FROM slack_integrations WHERE org_id = ANY ($1::uuid[])`,
+  teams: `SELECT org_id AS "orgId" FROM teams_integrations WHERE org_id = ANY ($1::uuid[])`,
+  push: `SELECT DISTINCT org_id AS "orgId" FROM push_subscriptions WHERE org_id = ANY ($1::uuid[])`,
+};
+
 export class NotificationStore {
   constructor(private readonly sql: Sql) {}
 
-  /** Of these organizations, those with a member who takes email notifications. */
-  async orgsWithMailRecipients(orgIds: readonly string[]): Promise<ReadonlySet<string>> {
-    const rows = await this.sql.query<{ orgId: string }>(
-      'orgs-with-mail-recipients',
-      `SELECT DISTINCT org_id AS "orgId" FROM members WHERE org_id = ANY ($1::uuid[]) AND email_notifications`,
-      [orgIds],
-    );
+  /**
+   * Of these organizations, those where `channel` can reach someone at all: a member taking email
+   * notifications, a Slack workspace or Teams bot connected, a member's device subscribed to push.
+   */
+  async orgsReachedThrough(channel: NotificationChannel, orgIds: readonly string[]): Promise<ReadonlySet<string>> {
+    const rows = await this.sql.query<{ orgId: string }>(`orgs-reached-through-${channel}`, ORGS_REACHED_THROUGH[channel], [orgIds]);
     return new Set(rows.map((row) => row.orgId));
   }
 

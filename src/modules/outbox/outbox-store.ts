@@ -1,12 +1,12 @@
-import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
-import type { Database, Sql } from '../../data/database.js';
-import { Prisma, type OutboxMessage } from '../../generated/prisma/client.js';
+import { pickColumns, qualified, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
+import type { Sql } from '../../data/database.js';
+import type { OutboxMessage } from '../../generated/prisma/client.js';
 import { AUDIT_EVENT_COLUMNS } from '../audit/audit-columns.js';
 import type { Actor, DomainEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from './domain-events.js';
 import { OUTBOX_MESSAGE_COLUMNS } from './outbox-columns.js';
 
-export type ClaimedMessage = Pick<OutboxMessage, 'id' | 'eventId'>;
+export type ClaimedMessage = PgRow<Pick<OutboxMessage, 'id' | 'eventId'>>;
 
 interface DomainEventRow {
   id: string;
@@ -19,7 +19,7 @@ interface DomainEventRow {
   body: { data?: Record<string, unknown> } | null;
 }
 
-const CLAIMED_COLUMNS = Prisma.raw(selectList(pickColumns(OUTBOX_MESSAGE_COLUMNS, ['id', 'eventId'])));
+const CLAIMED_COLUMNS = selectList(pickColumns(OUTBOX_MESSAGE_COLUMNS, ['id', 'eventId']));
 
 const outbox = qualified('o', OUTBOX_MESSAGE_COLUMNS);
 const audit = qualified('a', AUDIT_EVENT_COLUMNS);
@@ -44,25 +44,25 @@ const SELECT_DOMAIN_EVENTS = `
 
 /** Domain events on their way from the outbox to their consumers. */
 export class OutboxStore {
-  constructor(
-    private readonly db: Database,
-    private readonly sql: Sql,
-  ) {}
+  constructor(private readonly sql: Sql) {}
 
   /**
    * Leases up to `limit` unrelayed rows, oldest first. SKIP LOCKED and the lease let any number
    * of relays run side by side; a relay that dies leaves its lease to expire, not a lost row.
    */
   claim(limit: number, leaseMs: number): Promise<ClaimedMessage[]> {
-    return this.db.$queryRaw<ClaimedMessage[]>`
-      UPDATE outbox_messages SET claimed_until = clock_timestamp() + ${leaseMs} * interval '1 millisecond'
-      WHERE id IN (
-        SELECT id FROM outbox_messages
-        WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
-        ORDER BY id
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED)
-      RETURNING ${CLAIMED_COLUMNS}`;
+    return this.sql.query<ClaimedMessage>(
+      'outbox-claim',
+      `UPDATE outbox_messages SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
+       WHERE id IN (
+         SELECT id FROM outbox_messages
+         WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+         ORDER BY id
+         LIMIT $1
+         FOR UPDATE SKIP LOCKED)
+       RETURNING ${CLAIMED_COLUMNS}`,
+      [limit, leaseMs],
+    );
   }
 
   /** The domain events of these ids, in outbox order; unknown ids are left out. */
@@ -90,12 +90,15 @@ export class OutboxStore {
   }
 
   /** Gives claimed rows back at once, when handing them to the consumers failed. */
-  async release(ids: bigint[]): Promise<void> {
-    await this.db.$executeRaw`UPDATE outbox_messages SET claimed_until = NULL WHERE id = ANY (${ids}::bigint[])`;
+  async release(ids: readonly string[]): Promise<void> {
+    await this.sql.query('outbox-release', 'UPDATE outbox_messages SET claimed_until = NULL WHERE id = ANY ($1::bigint[])', [ids]);
   }
 
-  async markRelayed(ids: bigint[]): Promise<void> {
-    await this.db.$executeRaw`
-      UPDATE outbox_messages SET relayed_at = clock_timestamp(), claimed_until = NULL WHERE id = ANY (${ids}::bigint[])`;
+  async markRelayed(ids: readonly string[]): Promise<void> {
+    await this.sql.query(
+      'outbox-mark-relayed',
+      'UPDATE outbox_messages SET relayed_at = clock_timestamp(), claimed_until = NULL WHERE id = ANY ($1::bigint[])',
+      [ids],
+    );
   }
 }

@@ -68,16 +68,6 @@ export class PushService {
   }
 
   /** The devices of these members. */
-  /** Of these organizations, those in which a member has a device subscribed. */
-  async subscribedOrgs(orgIds: readonly string[]): Promise<ReadonlySet<string>> {
-    const rows = await this.db.pushSubscription.findMany({
-      where: { orgId: { in: [...orgIds] } },
-      select: { orgId: true },
-      distinct: ['orgId'],
-    });
-    return new Set(rows.map((row) => row.orgId));
-  }
-
   devicesOf(memberIds: readonly string[]): Promise<PushSubscription[]> {
     return this.db.pushSubscription.findMany({ where: { memberId: { in: [...memberIds] } }, orderBy: { createdAt: 'asc' } });
   }

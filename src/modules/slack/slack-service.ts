@@ -105,12 +105,6 @@ export class SlackService {
   }
 
   /** The organization's workspace with a client holding its bot token, or null when none is connected. */
-  /** Of these organizations, those with a Slack workspace connected. */
-  async connectedOrgs(orgIds: readonly string[]): Promise<ReadonlySet<string>> {
-    const rows = await this.db.slackIntegration.findMany({ where: { orgId: { in: [...orgIds] } }, select: { orgId: true } });
-    return new Set(rows.map((row) => row.orgId));
-  }
-
   async connection(orgId: string, timeoutMs = JOB_CALL_TIMEOUT_MS): Promise<SlackConnection | null> {
     const integration = await this.db.slackIntegration.findUnique({ where: { orgId } });
     return integration && this.toConnection(integration, timeoutMs);

@@ -135,12 +135,6 @@ export class TeamsService {
   }
 
   /** The organization's bot, or null when none is connected. */
-  /** Of these organizations, those with a Teams bot connected. */
-  async connectedOrgs(orgIds: readonly string[]): Promise<ReadonlySet<string>> {
-    const rows = await this.db.teamsIntegration.findMany({ where: { orgId: { in: [...orgIds] } }, select: { orgId: true } });
-    return new Set(rows.map((row) => row.orgId));
-  }
-
   async connection(orgId: string, timeoutMs = JOB_CALL_TIMEOUT_MS): Promise<TeamsConnection | null> {
     const integration = await this.db.teamsIntegration.findUnique({ where: { orgId } });
     return integration && this.toConnection(integration, timeoutMs);
