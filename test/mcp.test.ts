@@ -1,10 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { ResponseMessage } from '@modelcontextprotocol/sdk/experimental/tasks';
-import { CallToolResultSchema, type CallToolResult, type Task } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from './support/eventually.js';
+import { callAsTask, connectMcpHost, mcpServerCommand, type McpHostOptions } from './support/mcp-host.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
 let env: TestEnv;
@@ -13,25 +12,9 @@ const clients: Client[] = [];
 
 useTestEnv((created) => ({ env, org } = created));
 
-/** The MCP server as an MCP host starts it: `node` with the entry point, configured by its environment. */
-const serverCommand = { command: process.execPath, args: ['--import', 'tsx', 'packages/mcp/src/main.ts'] };
-
-/** A host connected to its own MCP server process; `withTasks` declares the client's task support. */
-async function connect(
-  apiKey: string,
-  { extraEnv = {}, withTasks = false }: { extraEnv?: Record<string, string>; withTasks?: boolean } = {},
-) {
-  const client = new Client(
-    { name: 'approval-gate-test', version: '1.0.0' },
-    withTasks ? { capabilities: { tasks: { cancel: {}, requests: {} } } } : {},
-  );
-  await client.connect(
-    new StdioClientTransport({
-      ...serverCommand,
-      env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: env.baseUrl, APPROVAL_GATE_API_KEY: apiKey, ...extraEnv },
-      stderr: 'pipe',
-    }),
-  );
+/** A host connected to its own MCP server process, closed after the tests. */
+async function connect(apiKey: string, options: Omit<McpHostOptions, 'baseUrl' | 'apiKey'> = {}) {
+  const client = await connectMcpHost({ baseUrl: env.baseUrl, apiKey, ...options });
   clients.push(client);
   return client;
 }
@@ -230,7 +213,7 @@ describe('MCP server over stdio', () => {
   });
 
   it('exits at once, naming the variables, when it is not configured', () => {
-    const run = spawnSync(serverCommand.command, serverCommand.args, {
+    const run = spawnSync(mcpServerCommand.command, mcpServerCommand.args, {
       env: { PATH: process.env.PATH ?? '', APPROVAL_GATE_URL: 'localhost:3000', APPROVAL_GATE_MCP_CALL_SECONDS: '0' },
       encoding: 'utf8',
       timeout: 20_000,
@@ -287,30 +270,6 @@ describe('MCP server, a client with task support', () => {
   beforeAll(async () => {
     host = await connect(org.key, { withTasks: true, extraEnv: { APPROVAL_GATE_MCP_TASK_POLL_MS: '200' } });
   });
-
-  /** Calls `name` as a task and collects what the stream yields, with the progress told on the way. */
-  async function callAsTask(client: Client, name: string, args: Record<string, unknown>) {
-    const messages: ResponseMessage<CallToolResult>[] = [];
-    const progress: unknown[] = [];
-    let created!: (task: Task) => void;
-    const taskCreated = new Promise<Task>((resolve) => (created = resolve));
-    const done = (async () => {
-      for await (const message of client.experimental.tasks.callToolStream({ name, arguments: args }, CallToolResultSchema, {
-        task: { ttl: 600_000 },
-        onprogress: (update) => progress.push(update),
-      })) {
-        messages.push(message);
-        if (message.type === 'taskCreated') created(message.task);
-      }
-      return messages;
-    })();
-    return {
-      taskCreated: Promise.race([taskCreated, done.then(() => Promise.reject(new Error(JSON.stringify(messages))))]),
-      done,
-      messages,
-      progress,
-    };
-  }
 
   it('answers request_approval with a task at once; the task works until the decision, with progress, and ends with it', async () => {
     const started = Date.now();

@@ -10,6 +10,7 @@ import { APPROVAL_STATUSES, approvalViewSchema } from '../src/modules/approvals/
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { eventually } from './support/eventually.js';
 import { listenOnLoopback } from './support/listen.js';
+import { PYTHON_CLIENT_PATH, startPython } from './support/python-client.js';
 import { createTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 import { startReceiver, type Receiver } from './support/webhook-receiver.js';
 
@@ -17,8 +18,6 @@ import { startReceiver, type Receiver } from './support/webhook-receiver.js';
  * The Python client (clients/python) against the real service: each case is a small Python
  * program, run by `python3` as an agent would run it, printing what it sees as JSON lines.
  */
-
-const CLIENT_PATH = path.resolve(import.meta.dirname, '../clients/python');
 
 /** What every program starts with: the client of AG_URL with AG_KEY, quick retries told as lines, and `emit`. */
 const PRELUDE = `
@@ -48,31 +47,12 @@ interface PythonRun {
 }
 
 function runPython(program: string, { url, key, input }: { url: string; key: string; input?: unknown }): PythonRun {
-  const child = spawn('python3', ['-c', PRELUDE + program], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PYTHONPATH: CLIENT_PATH,
-      PYTHONDONTWRITEBYTECODE: '1',
-      AG_URL: url,
-      AG_KEY: key,
-      AG_INPUT: JSON.stringify(input ?? null),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const python = startPython(PRELUDE + program, { url, key, env: { AG_INPUT: JSON.stringify(input ?? null) } });
   const lines: Record<string, unknown>[] = [];
-  let buffered = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    const complete = buffered.split('\n');
-    buffered = complete.pop()!;
-    for (const text of complete) if (text.trim()) lines.push(JSON.parse(text) as Record<string, unknown>);
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const done = once(child, 'exit').then(([code]) => {
-    if (code !== 0) throw new Error(`python3 exited with ${code}:\n${stderr}`);
-    return lines;
-  });
+  const read = (async () => {
+    for await (const line of python.lines) lines.push(line);
+  })();
+  const done = Promise.all([read, python.exited]).then(() => lines);
   running.push(done.catch(() => {}));
   // Generous: a python3 process takes seconds to start on a loaded machine.
   const line = (probe: (line: Record<string, unknown>) => boolean, timeoutMs = 30_000) =>
@@ -326,7 +306,7 @@ emit({"decided": gate.decide(page["approvals"][0]["id"], "approved", revision=2)
     const child = spawn('python3', ['-c', program!], {
       env: {
         PATH: process.env.PATH ?? '',
-        PYTHONPATH: CLIENT_PATH,
+        PYTHONPATH: PYTHON_CLIENT_PATH,
         PYTHONDONTWRITEBYTECODE: '1',
         APPROVAL_GATE_URL: env.baseUrl,
         APPROVAL_GATE_API_KEY: org.key,
