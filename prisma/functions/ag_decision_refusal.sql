@@ -10,12 +10,19 @@
 -- (ag_principal_of): a member's key decides as the member, and a key made by the requesting key is
 -- the requester. The one definition of who may decide: votes, the console's inbox, the members
 -- told by email and the Slack buttons all ask it.
+-- PL/pgSQL for the reason ag_principal_of is (the plan is kept for the session), and so that each
+-- principal is resolved once: as a SQL function, its subquery was pulled up and ag_principal_of ran
+-- again at every mention of voter or requester.
 --   p_voter: {"type":"api_key","id"} or {"type":"user","id","email","role"}
 CREATE OR REPLACE FUNCTION ag_decision_refusal(p_approval approvals, p_voter jsonb, p_channel text)
 RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
-  SELECT CASE
+DECLARE
+  voter jsonb := ag_principal_of(p_voter);
+  requester jsonb := ag_principal_of(p_approval.requested_by);
+BEGIN
+  RETURN CASE
     WHEN voter->>'type' = 'unattributed' THEN 'key_unattributed'
     WHEN NOT (p_channel = ANY (p_approval.channels)) THEN 'channel_not_allowed'
     WHEN voter->>'type' = 'user'
@@ -32,6 +39,6 @@ AS $$
          AND ((requester->>'type' = voter->>'type' AND requester->>'id' = voter->>'id')
               OR (voter->>'type' = 'user' AND lower(voter->>'email') = lower(p_approval.on_behalf_of))) THEN 'self_approval'
     WHEN NOT p_approval.allow_self_approval AND requester->>'type' = 'unattributed' THEN 'requester_unattributed'
-  END
-  FROM (SELECT ag_principal_of(p_voter) AS voter, ag_principal_of(p_approval.requested_by) AS requester) AS principals
+  END;
+END
 $$;

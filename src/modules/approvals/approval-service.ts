@@ -498,17 +498,18 @@ export class ApprovalService {
     // With a quorum of one, the first vote of the (last) stage settles the approval, so a vote that
     // settled it was the stage's only one, and the earlier stages' votes were all read: the approval
     // as read, with this vote and its settlement, is what the database now holds, but for the seq of
-    // the event that settled it, which its receipt names. Under a larger quorum others may have
-    // voted since the read, so it is read again.
+    // the event that settled it, which its receipt names (read only when receipts are signed). Under
+    // a larger quorum others may have voted since the read, so it is read again.
+    const signer = await this.receipts.receiptSigner();
     const decided =
       outcome === 'settled' && approval.quorum === 1
         ? {
             ...applySettlement(approval, settling.settlement),
             votes: [...approval.votes, vote],
-            receiptSeq: await this.lookups.receiptSeq(orgId, id),
+            receiptSeq: signer ? await this.lookups.receiptSeq(orgId, id) : null,
           }
         : await this.require(orgId, id);
-    return this.view(decided);
+    return toApprovalView(decided, signer);
   }
 
   /**
