@@ -383,10 +383,14 @@ export class ApprovalService {
     // Batched with the reads of the other expiries running in this process, as their writes are.
     const approval = await this.lookups.findById(orgId, id);
     if (!approval || !DEADLINE_RUNS.has(approval.status) || !approval.expiresAt) return { kind: 'not_pending' };
-    const untilDue = approval.expiresAt.getTime() - Date.now();
+    let untilDue = approval.expiresAt.getTime() - Date.now();
     if (untilDue > waitUpToMs) return { kind: 'not_due', dueAt: approval.expiresAt };
     // A decision landing meanwhile wins: the settlement below applies only to a waiting approval.
-    if (untilDue > 0) await sleep(untilDue);
+    // A timer may fire a millisecond early, so the wait ends when this clock says so.
+    while (untilDue > 0) {
+      await sleep(untilDue);
+      untilDue = approval.expiresAt.getTime() - Date.now();
+    }
     const now = new Date();
 
     const successor = approval.onTimeout === 'escalate' && approval.escalateTo ? await this.successorOf(orgId, approval, actor, now) : null;
