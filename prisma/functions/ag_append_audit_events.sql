@@ -7,8 +7,8 @@
 -- Within a group-commit batch (ag_defer_chain_heads) the head moves in a transaction-local setting
 -- instead of its row; a setting made in a subtransaction is undone with it, so a batch's item that
 -- fails leaves the head where it was.
--- An event that settles an approval (its webhook carries a receipt) is recorded on the approval as
--- the one its receipt names (receipt_seq); no other event costs anything for it.
+-- An event that settles an approval (its webhook carries a receipt) is the one its receipt names:
+-- the settling write records its seq on the approval beforehand (ag_receipt_seq).
 CREATE OR REPLACE FUNCTION ag_append_audit_events(p_org uuid, p_events jsonb)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -44,10 +44,6 @@ BEGIN
 
     INSERT INTO outbox_messages (org_id, event_id, event_type, audit_seq, body)
     VALUES (p_org, (v_event->>'id')::uuid, v_event->>'type', v_seq, v_event->'webhook');
-
-    IF jsonb_typeof(v_event->'webhook'->'data'->'receipt') = 'object' THEN
-      UPDATE approvals SET receipt_seq = v_seq WHERE id = (v_event->'webhook'->'data'->>'approvalId')::uuid;
-    END IF;
 
     v_hash := v_next_hash;
   END LOOP;

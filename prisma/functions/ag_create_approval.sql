@@ -29,7 +29,9 @@ BEGIN
 
   INSERT INTO approvals
   SELECT * FROM jsonb_populate_record(NULL::approvals,
-    CASE WHEN p_approval ? 'stages' THEN p_approval ELSE p_approval || jsonb_build_object('stages', v_stages, 'stage', 1) END)
+    CASE WHEN p_approval ? 'stages' THEN p_approval ELSE p_approval || jsonb_build_object('stages', v_stages, 'stage', 1) END
+    -- Created settled (auto-approved, an orphan): the event settling it is its receipt's.
+    || jsonb_build_object('receipt_seq', ag_receipt_seq(v_org, p_events, (p_approval->>'id')::uuid)))
   ON CONFLICT (org_id, idempotency_key) DO NOTHING
   RETURNING id INTO v_id;
 

@@ -26,7 +26,8 @@ BEGIN
     decided_by   = NULLIF(p_changes->'decidedBy', 'null'::jsonb),
     escalated_to = (p_changes->>'escalatedTo')::uuid,
     expires_at   = (p_changes->>'expiresAt')::timestamptz,
-    suggested_payload = NULLIF(p_changes->'suggestedPayload', 'null'::jsonb)
+    suggested_payload = NULLIF(p_changes->'suggestedPayload', 'null'::jsonb),
+    receipt_seq  = COALESCE(ag_receipt_seq(p_org, p_events, p_id), receipt_seq)
   -- By primary key, as in ag_cast_vote: the organization by IS NOT DISTINCT FROM, which no index serves.
   WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org
     AND CASE p_deadline
