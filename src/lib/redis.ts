@@ -1,4 +1,4 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import type { Logger } from './logger.js';
 import type { RedisTarget } from './redis-target.js';
 
@@ -79,4 +79,15 @@ export async function closeRedis(connection: RedisClient): Promise<void> {
   } else {
     connection.disconnect();
   }
+}
+
+/**
+ * Runs a pipeline and fails if any of its commands failed: ioredis answers a pipeline with each
+ * command's error beside its result and does not reject, so a PUBLISH refused during a failover
+ * was taken for sent.
+ */
+export async function execPipeline(pipeline: ChainableCommander): Promise<void> {
+  const results = await pipeline.exec();
+  const failed = results?.find(([error]) => error !== null);
+  if (failed) throw failed[0];
 }

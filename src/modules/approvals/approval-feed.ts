@@ -1,7 +1,7 @@
 import type { Sql } from '../../data/database.js';
 import type { Logger } from '../../lib/logger.js';
 import { Semaphore } from '../../lib/semaphore.js';
-import { subscribeWithin, type RedisClient } from '../../lib/redis.js';
+import { execPipeline, subscribeWithin, type RedisClient } from '../../lib/redis.js';
 import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from '../outbox/domain-events.js';
 import type { Tenant } from '../orgs/tenant.js';
@@ -132,7 +132,8 @@ export class ApprovalFeed {
     if (messages.length === 0) return;
     const pipeline = this.publisher.pipeline();
     for (const message of messages) pipeline.publish(this.channel, message);
-    await pipeline.exec();
+    // A failed publish fails the relay's batch, which publishes it again: a console may hear an event twice, never not at all.
+    await execPipeline(pipeline);
   }
 
   /**

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { BackgroundWork } from '../../lib/background-work.js';
 import type { Caller } from '../../lib/caller.js';
 import { Deadlines } from '../../lib/deadlines.js';
-import { subscribeWithin, type RedisClient } from '../../lib/redis.js';
+import { execPipeline, subscribeWithin, type RedisClient } from '../../lib/redis.js';
 
 /**
  * The channels settlements travel on. A message's format is fixed by its channel's version: a
@@ -89,7 +89,7 @@ export class ApprovalSettlements {
   private async send(approvalIds: string[]): Promise<void> {
     const pipeline = this.publisher.pipeline().publish(this.v2Channel, JSON.stringify({ v: 2, approvalIds }));
     if (await this.legacyReadersPresent()) for (const approvalId of approvalIds) pipeline.publish(this.legacyChannel, approvalId);
-    await pipeline.exec();
+    await execPipeline(pipeline);
   }
 
   private async legacyReadersPresent(): Promise<boolean> {
