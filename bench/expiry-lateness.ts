@@ -12,8 +12,9 @@
 //    approvals with a BENCH_EXPIRY_TIMEOUT_S timeout created over BENCH_EXPIRY_SPREAD_S, one
 //    long-poll each; lateness = decided_at - expires_at from the database. Where the time went,
 //    from the expiry jobs Redis keeps: deadline -> job added (the deadline watcher; negative when
-//    handed over ahead, delayed), deadline -> job started (the watcher and the queue), started ->
-//    decided_at (stamped once the job has read the approval, before its commit).
+//    handed over ahead, delayed), deadline -> job started (the watcher and the queue; negative:
+//    started EXPIRY_LEAD_MS ahead), started -> decided_at (stamped once the job has read the
+//    approval and waited for the deadline, before its commit).
 // The ratio is the service's p99 over the ceiling's p99 of the same run. The last line of stdout
 // is the figures as JSON.
 import { Queue } from 'bullmq';
@@ -107,7 +108,7 @@ async function expiryStages(rig: DeliveryRig, deadlines: Map<string, number>): P
     return {
       'deadline -> job added (watcher; negative: ahead)': stats(handover),
       'deadline -> job started (watcher and queue)': stats(started),
-      'started -> decided_at stamped (the job reads the approval)': stats(settling),
+      'started -> decided_at stamped (the job reads the approval, waits out its lead)': stats(settling),
     };
   } finally {
     await client.end();
