@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
-import { Client, MessageActivityInput } from '@microsoft/teams.api';
+import type { Client } from '@microsoft/teams.api';
 import { SignJWT } from 'jose';
 import type { IAdaptiveCard } from '@microsoft/teams.cards';
 import { RetryLater } from '../../lib/job-retries.js';
@@ -109,23 +109,32 @@ export class TeamsBot {
   /** Posts the card to the conversation (a channel: a new thread); the activity's id. */
   async post(conversationId: string, card: IAdaptiveCard): Promise<string> {
     const client = await this.client();
-    const sent = await connectorCall(() => client.conversations.activities(conversationId).create(cardMessage(card)));
+    const message = await cardMessage(card);
+    const sent = await connectorCall(() => client.conversations.activities(conversationId).create(message));
     return sent.id;
   }
 
   /** Replaces the card of a posted activity, for everyone who sees it. */
   async update(conversationId: string, activityId: string, card: IAdaptiveCard): Promise<void> {
     const client = await this.client();
-    await connectorCall(() => client.conversations.activities(conversationId).update(activityId, cardMessage(card)));
+    const message = await cardMessage(card);
+    await connectorCall(() => client.conversations.activities(conversationId).update(activityId, message));
   }
 
   private async client(): Promise<Client> {
     const token = await botToken(this.endpoints, this.credentials, this.timeoutMs);
+    const { Client } = await teamsApi();
     return new Client(this.endpoints.serviceUrl, { token, timeout: this.timeoutMs });
   }
 }
 
-const cardMessage = (card: IAdaptiveCard) => new MessageActivityInput().addCard('adaptive', card);
+/**
+ * The Teams SDK, loaded on first use: it is a large share of a process's memory at start, which a
+ * deployment whose organizations do not use Teams should not carry (every web and worker process).
+ */
+const teamsApi = () => import('@microsoft/teams.api');
+
+const cardMessage = async (card: IAdaptiveCard) => new (await teamsApi()).MessageActivityInput().addCard('adaptive', card);
 
 /** The connector's answers as errors jobs act on: a 429 waits for Retry-After, other failures say whether anything changed. */
 async function connectorCall<T>(call: () => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import type { ILogger } from '@microsoft/teams.common';
-import { decodeJwtPayload, JwtValidator } from '@microsoft/teams.apps/dist/middleware/auth/jwt-validator.js';
+import type { JwtValidator } from '@microsoft/teams.apps/dist/middleware/auth/jwt-validator.js';
 import type { Database } from '../../data/database.js';
 import type { SealedColumns } from '../../data/sealed-columns.js';
 import { DependencyUnavailableError, NotFoundError, ValidationError, type FieldError } from '../../lib/errors.js';
@@ -49,6 +49,9 @@ export const teamsSecretColumns: SealedColumns = {
     { name: TEAMS_INTEGRATION_COLUMNS.appCertificate, context: (row) => sealContext(row.orgId, 'appCertificate') },
   ],
 };
+
+/** The SDK's token validation, loaded on first use, as the SDK's client is (see teams-connector.ts). */
+const jwtValidation = () => import('@microsoft/teams.apps/dist/middleware/auth/jwt-validator.js');
 
 /**
  * Microsoft Teams bots connected to organizations (see docs/members-and-channels.md); their secrets
@@ -150,7 +153,7 @@ export class TeamsService {
   async verify(authorization: string | undefined, serviceUrl: string | undefined): Promise<TeamsConnection[]> {
     const token = /^Bearer ([A-Za-z0-9._-]+)$/.exec(authorization ?? '')?.[1];
     if (!token || !serviceUrl || !this.options.secrets) return [];
-    const audience = decodeJwtPayload(token)?.aud;
+    const audience = (await jwtValidation()).decodeJwtPayload(token)?.aud;
     if (typeof audience !== 'string') return [];
     const integrations = await this.db.teamsIntegration.findMany({ where: { appId: audience.toLowerCase() } });
     if (integrations.length === 0) return [];
@@ -163,8 +166,8 @@ export class TeamsService {
   private validator(appId: string): Promise<JwtValidator> {
     let validator = this.validators.get(appId);
     if (!validator) {
-      validator = this.jwksUri().then(
-        (uri) =>
+      validator = Promise.all([this.jwksUri(), jwtValidation()]).then(
+        ([uri, { JwtValidator }]) =>
           new JwtValidator(
             {
               clientId: appId,
