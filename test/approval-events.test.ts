@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerRuntime, type WorkerRuntime } from '../workers/worker-runtime.js';
 import { openStream } from './support/event-stream.js';
@@ -68,6 +69,36 @@ describe('GET /v1/approvals/events', () => {
       expect(resumed.messages.map((m) => Number(m.id))).toEqual([...resumed.messages.map((m) => Number(m.id))].sort((x, y) => x - y));
     } finally {
       await resumed.close();
+    }
+  });
+
+  it('hands on an event that arrives after one with a higher seq, as relays publishing side by side deliver them, and each once', async () => {
+    const stream = await openStream(env.baseUrl, bearer());
+    try {
+      const created = await org.request('post', '/v1/approvals').send({ action: 'late', payload: {}, policyKey: 'review' }).expect(201);
+      await stream.waitFor((messages) => messages.some((m) => m.data.approvalId === created.body.id));
+      const seq = Number(stream.messages.at(-1)!.id);
+      const event = (offset: number, approvalId: string) => ({
+        id: randomUUID(),
+        type: 'approval.created' as const,
+        orgId: org.orgId,
+        seq: seq + offset,
+        actor: null,
+        createdAt: new Date(),
+        data: { approvalId, status: 'pending' },
+      });
+      const early: string = randomUUID();
+      const late: string = randomUUID();
+      // Two relays' batches: the later commit's is published first.
+      await env.services.approvalFeed.publish([event(2, early)]);
+      await env.services.approvalFeed.publish([event(1, late)]);
+      await env.services.approvalFeed.publish([event(2, early), event(1, late)]);
+      await stream.waitFor((messages) => messages.some((m) => m.data.approvalId === late));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const heard = stream.messages.filter((m) => [early, late].includes(m.data.approvalId as string)).map((m) => Number(m.id));
+      expect(heard).toEqual([seq + 2, seq + 1]);
+    } finally {
+      await stream.close();
     }
   });
 

@@ -52,6 +52,9 @@ const REPLAY_READS_AT_ONCE = 4;
  */
 const LIVE_BUFFER = 1000;
 
+/** How many of the seqs it sent a stream remembers, to tell a late event from one it sent already. */
+const SENT_REMEMBERED = 2 * LIVE_BUFFER;
+
 /** The status an approval event leaves its approval in. */
 function statusAfter(type: AuditEventType, data: Record<string, unknown>): ApprovalStatus {
   switch (type) {
@@ -159,7 +162,18 @@ export class ApprovalFeed {
     listeners.add(listener);
     signal.addEventListener('abort', onAbort);
     try {
+      // Relays publish side by side (the passes of one relay, the relays of several workers), so an
+      // event may arrive after one with a higher seq: a stream skips what it sent, and what its
+      // client already had (up to `known`), not whatever is below the highest seq it sent.
+      let known = after;
       let lastSeq = after;
+      const sent = new Set<number>();
+      const send = (event: ApprovalFeedEvent): FeedMessage => {
+        sent.add(event.seq);
+        if (sent.size > SENT_REMEMBERED) sent.delete(sent.values().next().value!);
+        lastSeq = Math.max(lastSeq ?? event.seq, event.seq);
+        return { kind: 'event', event };
+      };
       let catchUp = after !== null;
       while (!signal.aborted && !this.closed) {
         if (catchUp) {
@@ -170,11 +184,10 @@ export class ApprovalFeed {
           if (missed.tooMany) {
             yield { kind: 'reset' };
             // The client reads the state afresh: only what commits after this head is news to it.
-            lastSeq = missed.head;
+            known = lastSeq = missed.head;
           } else {
             for await (const event of this.replay(tenant.orgId, from, signal)) {
-              lastSeq = event.seq;
-              yield { kind: 'event', event };
+              if (!sent.has(event.seq)) yield send(event);
             }
           }
           continue;
@@ -189,9 +202,8 @@ export class ApprovalFeed {
           continue;
         }
         for (const event of pending.splice(0)) {
-          if (lastSeq !== null && event.seq <= lastSeq) continue;
-          lastSeq = event.seq;
-          yield { kind: 'event', event };
+          if ((known !== null && event.seq <= known) || sent.has(event.seq)) continue;
+          yield send(event);
         }
       }
     } finally {
