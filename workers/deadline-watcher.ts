@@ -34,8 +34,8 @@ export interface DeadlineWatcherOptions {
  * pending creation's work (see docs/operations.md, "Asynchronous work"). A deadline less than
  * `aheadMs` away is handed over ahead, as a job delayed until `leadMs` before it falls due: a job
  * handed over only once its deadline had passed was late by the watcher's round (its wait, its
- * look, the handover), and one starting at the deadline by the queue's own lateness and its read. It sleeps until the next deadline comes that
- * close, or at most `maxWaitMs`.
+ * look, the handover), and one starting at the deadline by the queue's own lateness and its read.
+ * It sleeps until the next deadline comes that close, or at most `maxWaitMs`.
  *
  * Every worker with the approval-expiry role runs one: the job id (`expire-<id>`) makes several
  * watchers' handovers of one approval a single job. Each remembers where it stopped in deadline

@@ -118,11 +118,6 @@ const POSTED_TEAMS_ACTIVITY_COLUMNS = selectList(
   ]) satisfies ColumnMap<PostedTeamsActivity>,
 );
 
-/**
- * approval_notifications: who was told about which approval on which channel. A notice is
- * claimed (a committed row) before it is sent, so that no second sender, retry or worker can send
- * it again; see docs/members-and-channels.md for what that guarantees around a crash.
- */
 /** Per channel, the organizations of $1 it can reach someone in. */
 const ORGS_REACHED_THROUGH: Record<NotificationChannel, string> = {
   email: `SELECT DISTINCT org_id AS "orgId" FROM members WHERE org_id = ANY ($1::uuid[]) AND email_notifications`,
@@ -131,6 +126,11 @@ const ORGS_REACHED_THROUGH: Record<NotificationChannel, string> = {
   push: `SELECT DISTINCT org_id AS "orgId" FROM push_subscriptions WHERE org_id = ANY ($1::uuid[])`,
 };
 
+/**
+ * approval_notifications: who was told about which approval on which channel. A notice is
+ * claimed (a committed row) before it is sent, so that no second sender, retry or worker can send
+ * it again; see docs/members-and-channels.md for what that guarantees around a crash.
+ */
 export class NotificationStore {
   constructor(private readonly sql: Sql) {}
 
