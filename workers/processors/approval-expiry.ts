@@ -16,10 +16,8 @@ export function expireApproval({
   return async ({ orgId, approvalId }, job, token) => {
     const outcome = await approvals.timeOut(orgId, approvalId, actor, waitUpToMs);
     if (outcome.kind === 'not_due') {
-      // Farther off than the lead (a deadline moved by a revision): back to the queue until the lead. Due by this
-      // clock but not by the database's (clocks that differ): back until the retry the service names.
-      const leadAt = outcome.dueAt.getTime() - waitUpToMs;
-      await job.moveToDelayed(leadAt > Date.now() ? leadAt : outcome.dueAt.getTime(), token);
+      // Farther off than the lead (a deadline moved by a revision), or not reached by the database's clock.
+      await job.moveToDelayed(outcome.retryAt.getTime(), token);
       throw new DelayedError();
     }
     return outcome;

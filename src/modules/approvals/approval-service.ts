@@ -88,7 +88,9 @@ export interface AfterCommit {
 }
 
 export type TimeoutOutcome =
-  { kind: 'settled'; status: Approval['status']; successorId: string | null } | { kind: 'not_due'; dueAt: Date } | { kind: 'not_pending' };
+  | { kind: 'settled'; status: Approval['status']; successorId: string | null }
+  | { kind: 'not_due'; retryAt: Date }
+  | { kind: 'not_pending' };
 
 /**
  * Who casts a vote and through which channel (see docs/policies.md): an API key through `api`, a member
@@ -384,7 +386,8 @@ export class ApprovalService {
     const approval = await this.lookups.findById(orgId, id);
     if (!approval || !DEADLINE_RUNS.has(approval.status) || !approval.expiresAt) return { kind: 'not_pending' };
     let untilDue = approval.expiresAt.getTime() - Date.now();
-    if (untilDue > waitUpToMs) return { kind: 'not_due', dueAt: approval.expiresAt };
+    // Asked again when the deadline is that close.
+    if (untilDue > waitUpToMs) return { kind: 'not_due', retryAt: new Date(approval.expiresAt.getTime() - waitUpToMs) };
     // A decision landing meanwhile wins: the settlement below applies only to a waiting approval.
     // A timer may fire a millisecond early, so the wait ends when this clock says so.
     while (untilDue > 0) {
@@ -402,7 +405,7 @@ export class ApprovalService {
       // Either another caller won, or the database clock has not reached the deadline yet.
       const current = await store.findById(id);
       return current && DEADLINE_RUNS.has(current.status)
-        ? { kind: 'not_due', dueAt: new Date(Date.now() + CLOCK_SKEW_RETRY_MS) }
+        ? { kind: 'not_due', retryAt: new Date(Date.now() + CLOCK_SKEW_RETRY_MS) }
         : { kind: 'not_pending' };
     }
 
