@@ -216,6 +216,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ EXPIRY_WATCH_INTERVAL_MS: '501' })).toThrow(/EXPIRY_WATCH_INTERVAL_MS/);
   });
 
+  it('refuses an expiry lead past 450 ms: with the longest watch interval, the watcher would look a whole timeout ahead', () => {
+    expect(loadConfig({}).EXPIRY_LEAD_MS).toBe(250);
+    expect(loadConfig({ EXPIRY_LEAD_MS: '0' }).EXPIRY_LEAD_MS).toBe(0);
+    expect(loadConfig({ EXPIRY_LEAD_MS: '450', EXPIRY_WATCH_INTERVAL_MS: '500' }).EXPIRY_LEAD_MS).toBe(450);
+    expect(() => loadConfig({ EXPIRY_LEAD_MS: '451' })).toThrow(/EXPIRY_LEAD_MS/);
+    expect(() => loadConfig({ EXPIRY_LEAD_MS: '-1' })).toThrow(/EXPIRY_LEAD_MS/);
+  });
+
   it('refuses an ADMIN_PASSWORD under 12 characters when NODE_ENV is production, naming it', () => {
     const production = { NODE_ENV: 'production', ADMIN_USER: 'ops' };
     expect(() => loadConfig({ ...production, ADMIN_PASSWORD: 'eleven-char' })).toThrow(
