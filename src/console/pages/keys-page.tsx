@@ -11,6 +11,7 @@ import { useMember } from '../hooks/session';
 import { useAction, useResource } from '../hooks/use-resource';
 import { describeKeyOwner, formatTime } from '../lib/format';
 import { DataTable } from '../components/data-table';
+import { RevocationCell } from '../components/revocation-cell';
 
 /** The organization's API keys: created (the key shown once) and revoked. */
 export function KeysPage() {
@@ -47,20 +48,12 @@ export function KeysPage() {
             </td>
             <td>{formatTime(key.createdAt)}</td>
             <td>
-              {key.revokedAt ? (
-                `revoked ${formatTime(key.revokedAt)}`
-              ) : can('keys:write') ? (
-                <button
-                  type="button"
-                  className="danger"
-                  aria-label={`Revoke key ${key.name ?? key.id.slice(0, 8)}`}
-                  onClick={() => setRevoking(key)}
-                >
-                  Revoke
-                </button>
-              ) : (
-                'active'
-              )}
+              <RevocationCell
+                revokedAt={key.revokedAt}
+                mayRevoke={can('keys:write')}
+                label={`Revoke key ${key.name ?? key.id.slice(0, 8)}`}
+                onRevoke={() => setRevoking(key)}
+              />
             </td>
           </tr>
         ))}

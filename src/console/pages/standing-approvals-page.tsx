@@ -2,6 +2,7 @@ import { useState } from 'react';
 import type { StandingApprovalView } from '../../client/api-types';
 import { api } from '../api';
 import { DataTable } from '../components/data-table';
+import { RevocationCell } from '../components/revocation-cell';
 import { ConfirmDialog } from '../components/dialog';
 import { ProblemMessage } from '../components/problem-message';
 import { useMember } from '../hooks/session';
@@ -54,22 +55,13 @@ export function StandingApprovalsPage() {
             <td>{standing.grantedBy.id === member.id ? 'you' : standing.grantedBy.email}</td>
             <td>{formatTime(standing.expiresAt)}</td>
             <td>
-              {standing.revokedAt ? (
-                `revoked ${formatTime(standing.revokedAt)}`
-              ) : !standing.active ? (
-                'expired'
-              ) : mayRevoke(standing) ? (
-                <button
-                  type="button"
-                  className="danger"
-                  aria-label={`Revoke the standing approval of ${standing.action} for ${standing.agent ?? 'its requester'}`}
-                  onClick={() => setRevoking(standing)}
-                >
-                  Revoke
-                </button>
-              ) : (
-                'active'
-              )}
+              <RevocationCell
+                revokedAt={standing.revokedAt}
+                ended={!standing.active}
+                mayRevoke={mayRevoke(standing)}
+                label={`Revoke the standing approval of ${standing.action} for ${standing.agent ?? 'its requester'}`}
+                onRevoke={() => setRevoking(standing)}
+              />
             </td>
           </tr>
         ))}
