@@ -29,23 +29,30 @@ export const slackPostConsumer = defineEventHandler({
       return { skipped: 'nobody may decide it through Slack' };
     }
 
-    const key = noticeKey(event.orgId, approval, 'slack', connection.channel);
-    if (!(await notifications.claim(key))) return { skipped: 'already posted' };
     const content = approvalMessage(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes);
-    let posted: { channel?: string; ts?: string };
-    try {
-      posted = await callSlack(services, connection, (client) => client.chat.postMessage({ channel: connection.channel, ...content }), {
-        inChannel: true,
-      });
-    } catch (error) {
-      const outcome = slackCallNotApplied(error) ? 'retry' : 'uncertain';
-      await notifications.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
-      if (outcome === 'retry') throw error;
-      logger.warn({ err: error, approvalId }, 'Slack post may or may not have been made; it is not made again');
-      return { uncertain: true };
-    }
-    const message = { slackChannelId: posted.channel!, slackTs: posted.ts!, revision: approval.revision };
-    await notifications.markSent(key, { slackChannelId: message.slackChannelId, slackTs: message.slackTs });
+    const sending = await notifications.sendOnce(
+      noticeKey(event.orgId, approval, 'slack', connection.channel),
+      async () => {
+        const posted = await callSlack(
+          services,
+          connection,
+          (client) => client.chat.postMessage({ channel: connection.channel, ...content }),
+          {
+            inChannel: true,
+          },
+        );
+        return { slackChannelId: posted.channel!, slackTs: posted.ts! };
+      },
+      {
+        notApplied: slackCallNotApplied,
+        posted: (message) => message,
+        logger,
+        uncertainly: 'Slack post may or may not have been made; it is not made again',
+      },
+    );
+    if ('claimed' in sending) return { skipped: 'already posted' };
+    if ('uncertain' in sending) return sending;
+    const message = { ...sending.sent, revision: approval.revision };
     // A vote or a settlement that committed while this was posted found no message to update.
     await refreshApprovalMessage(services, connection, approvalId, message, approval);
     return { posted: message };

@@ -1,4 +1,3 @@
-import { RetryLater } from '../../lib/job-retries.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import { consoleUrl, describeReminder } from '../../modules/notifications/approval-notice.js';
 import { noticeKey } from '../../modules/notifications/notification-store.js';
@@ -26,24 +25,20 @@ export async function remindInSlack(
   const text = `${slackEscape(describeReminder(approval, undecided))} <${consoleUrl(config.PUBLIC_URL, approval.id)}|Open in console>`;
   let sent = 0;
   for (const message of await notifications.postedSlackMessages(approval.id, approval.revision)) {
-    const key = noticeKey(orgId, approval, 'slack', message.recipient, reminder);
-    if (!(await notifications.claim(key))) continue;
-    try {
-      await callSlack(
-        context,
-        connection,
-        (client) => client.chat.postMessage({ channel: message.slackChannelId, thread_ts: message.slackTs, text }),
-        { inChannel: true },
-      );
-    } catch (error) {
-      const outcome = error instanceof RetryLater || slackCallNotApplied(error) ? 'retry' : 'uncertain';
-      await notifications.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
-      if (outcome === 'retry') throw error;
-      logger.warn({ err: error, approvalId: approval.id }, 'Slack reminder may or may not have been posted; it is not posted again');
-      continue;
-    }
-    await notifications.markSent(key);
-    sent += 1;
+    const sending = await notifications.sendOnce(
+      noticeKey(orgId, approval, 'slack', message.recipient, reminder),
+      () =>
+        callSlack(
+          context,
+          connection,
+          (client) => client.chat.postMessage({ channel: message.slackChannelId, thread_ts: message.slackTs, text }),
+          {
+            inChannel: true,
+          },
+        ),
+      { notApplied: slackCallNotApplied, logger, uncertainly: 'Slack reminder may or may not have been posted; it is not posted again' },
+    );
+    if ('sent' in sending) sent += 1;
   }
   return { sent };
 }

@@ -2,8 +2,7 @@ import { consoleUrl } from '../../modules/notifications/approval-notice.js';
 import { noticeKey } from '../../modules/notifications/notification-store.js';
 import { approvalCard } from '../../modules/teams/teams-cards.js';
 import { refreshApprovalCard, teamsJobOptions } from '../../modules/teams/teams-cards-refresh.js';
-import { TeamsCallError } from '../../modules/teams/teams-connector.js';
-import { RetryLater } from '../../lib/job-retries.js';
+import { teamsCallNotApplied } from '../../modules/teams/teams-connector.js';
 import { defineEventHandler } from '../consumer.js';
 
 /**
@@ -30,23 +29,25 @@ export const teamsPostConsumer = defineEventHandler({
       return { skipped: 'nobody may decide it through Teams' };
     }
 
-    const key = noticeKey(event.orgId, approval, 'teams', connection.channelId);
-    if (!(await notifications.claim(key))) return { skipped: 'already posted' };
-    let activityId: string;
-    try {
-      activityId = await connection.bot.post(
-        connection.channelId,
-        approvalCard(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes),
-      );
-    } catch (error) {
-      const outcome = error instanceof RetryLater || (error instanceof TeamsCallError && error.notApplied) ? 'retry' : 'uncertain';
-      await notifications.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
-      if (outcome === 'retry') throw error;
-      logger.warn({ err: error, approvalId }, 'Teams post may or may not have been made; it is not made again');
-      return { uncertain: true };
-    }
-    const posted = { teamsConversationId: connection.channelId, teamsActivityId: activityId, revision: approval.revision };
-    await notifications.markSent(key, posted);
+    const sending = await notifications.sendOnce(
+      noticeKey(event.orgId, approval, 'teams', connection.channelId),
+      async () => ({
+        teamsConversationId: connection.channelId,
+        teamsActivityId: await connection.bot.post(
+          connection.channelId,
+          approvalCard(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes),
+        ),
+      }),
+      {
+        notApplied: teamsCallNotApplied,
+        posted: (activity) => activity,
+        logger,
+        uncertainly: 'Teams post may or may not have been made; it is not made again',
+      },
+    );
+    if ('claimed' in sending) return { skipped: 'already posted' };
+    if ('uncertain' in sending) return sending;
+    const posted = { ...sending.sent, revision: approval.revision };
     // A vote or a settlement that committed while this was posted found no card to update.
     await refreshApprovalCard(services, connection, approvalId, posted, approval);
     return { posted };

@@ -1,9 +1,8 @@
-import { RetryLater } from '../../lib/job-retries.js';
 import type { ApprovalView } from '../../modules/approvals/approval-schemas.js';
 import { consoleUrl, describeReminder } from '../../modules/notifications/approval-notice.js';
 import { noticeKey } from '../../modules/notifications/notification-store.js';
 import { reminderCard } from '../../modules/teams/teams-cards.js';
-import { TeamsCallError } from '../../modules/teams/teams-connector.js';
+import { teamsCallNotApplied } from '../../modules/teams/teams-connector.js';
 import type { ConsumerContext } from '../consumer.js';
 
 /**
@@ -23,20 +22,14 @@ export async function remindInTeams(
   const posted = await notifications.postedTeamsActivities(approval.id, approval.revision);
   const undecided = posted.length > 0 ? await notifications.undecidedMembers(orgId, approval.id, 'teams') : [];
   if (undecided.length === 0) return { sent: 0 };
-  const key = noticeKey(orgId, approval, 'teams', connection.channelId, reminder);
-  if (!(await notifications.claim(key))) return { sent: 0 };
-  try {
-    await connection.bot.post(
-      connection.channelId,
-      reminderCard(describeReminder(approval, undecided), consoleUrl(config.PUBLIC_URL, approval.id)),
-    );
-  } catch (error) {
-    const outcome = error instanceof RetryLater || (error instanceof TeamsCallError && error.notApplied) ? 'retry' : 'uncertain';
-    await notifications.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
-    if (outcome === 'retry') throw error;
-    logger.warn({ err: error, approvalId: approval.id }, 'Teams reminder may or may not have been posted; it is not posted again');
-    return { sent: 0 };
-  }
-  await notifications.markSent(key);
-  return { sent: 1 };
+  const sending = await notifications.sendOnce(
+    noticeKey(orgId, approval, 'teams', connection.channelId, reminder),
+    () =>
+      connection.bot.post(
+        connection.channelId,
+        reminderCard(describeReminder(approval, undecided), consoleUrl(config.PUBLIC_URL, approval.id)),
+      ),
+    { notApplied: teamsCallNotApplied, logger, uncertainly: 'Teams reminder may or may not have been posted; it is not posted again' },
+  );
+  return { sent: 'sent' in sending ? 1 : 0 };
 }

@@ -3,6 +3,7 @@ import type { Sql } from '../../data/database.js';
 import type { ApprovalNotification } from '../../generated/prisma/client.js';
 import { oneApproval } from '../approvals/approval-store.js';
 import { MEMBER_COLUMNS } from '../members/member-columns.js';
+import type { Logger } from '../../lib/logger.js';
 import type { MemberRole } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 
@@ -223,6 +224,32 @@ export class NotificationStore {
         teams?.teamsActivityId ?? null,
       ],
     );
+  }
+
+  /**
+   * Sends a notice at most once: claimed before `send`, marked sent after it, with what was posted
+   * (`posted`) for the updates that follow. A failure that `notApplied` says changed nothing gives
+   * the claim back and is thrown, for the job to retry; any other leaves the notice uncertain, never
+   * sent again, and is logged as `uncertainly`. What it answers: the send's result, or why there is none.
+   */
+  async sendOnce<Result>(
+    key: NotificationKey,
+    send: () => Promise<Result>,
+    options: { notApplied: (error: unknown) => boolean; posted?: (result: Result) => PostedMessage; logger: Logger; uncertainly: string },
+  ): Promise<{ sent: Result } | { claimed: 'already' } | { uncertain: true }> {
+    if (!(await this.claim(key))) return { claimed: 'already' };
+    let result: Result;
+    try {
+      result = await send();
+    } catch (error) {
+      const outcome = options.notApplied(error) ? 'retry' : 'uncertain';
+      await this.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
+      if (outcome === 'retry') throw error;
+      options.logger.warn({ err: error, approvalId: key.approvalId }, options.uncertainly);
+      return { uncertain: true };
+    }
+    await this.markSent(key, options.posted?.(result));
+    return { sent: result };
   }
 
   /**

@@ -43,6 +43,11 @@ export class TeamsCallError extends Error {
   }
 }
 
+/** Whether a failed call to Teams changed nothing, so that asking again cannot post twice. */
+export function teamsCallNotApplied(error: unknown): boolean {
+  return error instanceof RetryLater || (error instanceof TeamsCallError && error.notApplied);
+}
+
 /**
  * The bot's token for the Bot Connector, by the client-credentials grant of its Entra application.
  * A token is asked for each job: no token waits in any process or in Redis.
