@@ -210,7 +210,9 @@ describe('the live inbox', () => {
     await createApproval(org, 'first-page-early');
     const { context, page } = await signIn(browser, env, reviewer);
     // The inbox's reads, on a fresh load of the console: the first page (sent as the bundle starts)
-    // is held until the stream has opened and asked again, and that second read is held throughout.
+    // is held until the stream has opened and asked again, and every later read is held throughout,
+    // the approval's own event included (on a loaded machine it may reach the opened stream and ask
+    // a third time); only the first page can show the row.
     let reads = 0;
     let streamReadSent!: () => void;
     const streamRead = new Promise<void>((resolve) => (streamReadSent = resolve));
@@ -221,8 +223,8 @@ describe('the live inbox', () => {
       async (route) => {
         const read = ++reads;
         if (read === 1) await streamRead;
-        else if (read === 2) {
-          streamReadSent();
+        else {
+          if (read === 2) streamReadSent();
           await streamReadReleased;
         }
         await route.continue().catch(() => undefined);
@@ -230,7 +232,7 @@ describe('the live inbox', () => {
     );
     await page.goto('/console/');
     await page.getByRole('list', { name: 'Pending approvals' }).getByRole('link', { name: 'first-page-early', exact: true }).waitFor();
-    expect(reads).toBe(2);
+    expect(reads).toBeGreaterThanOrEqual(2);
     releaseStreamRead();
     await context.close();
   });

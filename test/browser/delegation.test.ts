@@ -33,8 +33,22 @@ afterAll(async () => {
 describe('delegation in the console', () => {
   it('lets a member name a delegate until a time, offering only members who may decide, and end it; the delegate then decides', async () => {
     const { context, page } = await signIn(browser, env, alice);
+    // The members are held back until the form has been seen without them: it must not offer an empty choice.
+    let releaseMembers!: () => void;
+    const membersReleased = new Promise<void>((resolve) => (releaseMembers = resolve));
+    await page.route(
+      (url) => url.pathname === '/v1/members',
+      async (route) => {
+        await membersReleased;
+        await route.continue().catch(() => undefined);
+      },
+    );
     await page.goto('/console/settings');
     await page.getByRole('heading', { name: 'While you are away' }).waitFor();
+    expect(await page.getByLabel('Delegate').isDisabled()).toBe(true);
+    expect(await page.getByLabel('Delegate').locator('option').allTextContents()).toEqual(['Loading members…']);
+    releaseMembers();
+    await page.getByLabel('Delegate').and(page.locator(':enabled')).waitFor();
     const delegates = await page.getByLabel('Delegate').locator('option').allTextContents();
     expect(delegates).toEqual(['Choose a member', 'dave@acme.test']);
     await page.getByLabel('Delegate').selectOption({ label: 'dave@acme.test' });

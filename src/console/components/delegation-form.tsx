@@ -46,8 +46,8 @@ export function DelegationForm({ member }: { member: MemberView }) {
       <form className="inline-form" onSubmit={save.submit}>
         <label>
           Delegate
-          <select value={delegateId} onChange={(event) => setDelegateId(event.target.value)} required>
-            <option value="">Choose a member</option>
+          <select value={delegateId} onChange={(event) => setDelegateId(event.target.value)} disabled={members.data === undefined} required>
+            <option value="">{members.data === undefined ? 'Loading members…' : 'Choose a member'}</option>
             {candidates.map((other) => (
               <option key={other.id} value={other.id}>
                 {other.email}
