@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { approvalExpiryJob } from '../src/jobs/approval-expiry.js';
 import { webhookDeliveryJob } from '../src/consumers/webhooks/webhook-delivery.js';
 import { DeadlineWatcher } from '../workers/deadline-watcher.js';
@@ -353,6 +354,37 @@ describe('expiry job started ahead of the deadline', () => {
       await runtime.stop();
       await ahead.close();
     }
+  });
+});
+
+describe('expiry on a clock ahead of the database', () => {
+  it("settles nothing while the database's clock has not reached the deadline, names a retry soon after, then settles once", async () => {
+    const approval = await create('short');
+    const deadline = Date.parse(approval.expiresAt!);
+    const actor = { type: 'system' as const, id: 'expiry-worker' };
+    // This process's clock runs 1.5 s ahead of the database's: by it, the deadline has passed.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 1_500 });
+    const early = await env.services.approvals.timeOut(org.orgId, approval.id, actor).finally(() => vi.useRealTimers());
+    if (early.kind !== 'not_due') throw new Error(`expected not_due, got ${early.kind}`);
+    // Asked again shortly by the process's own clock (a retry, not a wait for a far deadline).
+    const retryAt = early.retryAt.getTime();
+    expect(retryAt - (deadline + 1_500)).toBeLessThan(1_000);
+    expect(retryAt).toBeGreaterThan(deadline);
+    const pending = (await org.request('get', `/v1/approvals/${approval.id}`).expect(200)).body as View;
+    expect(pending.status).toBe('pending');
+    const expiredEvents = async () =>
+      (await readChain(env.services.db, org.orgId)).filter(
+        (event) => event.type === 'approval.expired' && event.data.approvalId === approval.id,
+      );
+    expect(await expiredEvents()).toHaveLength(0);
+
+    await sleep(Math.max(0, deadline - Date.now() + 50));
+    const settled = await env.services.approvals.timeOut(org.orgId, approval.id, actor);
+    // The expiry worker of this file may have settled it first: either way, once.
+    expect(['settled', 'not_pending']).toContain(settled.kind);
+    expect((await waitForSettlement(approval.id)).status).toBe('expired');
+    expect(await expiredEvents()).toHaveLength(1);
+    expect(chainProblem(await readChain(env.services.db, org.orgId))).toBeNull();
   });
 });
 
