@@ -233,7 +233,7 @@ describe('rotating SECRETS_ENCRYPTION_KEY', () => {
     const [fromSealed, fromPlain] = await approvedDeliveries(org, ['/rotating-sealed', '/rotating-plain']);
     expect(verifies(fromSealed!, sealed.secret)).toBe(true);
     expect(verifies(fromPlain!, legacySecret)).toBe(true);
-    expect((await during.services.slack.connection(org.orgId))!.client.token).toBe(BOT_TOKEN);
+    expect((await (await during.services.slack.connection(org.orgId))!.client()).token).toBe(BOT_TOKEN);
 
     // The CLI reseals while a web process (with the same keys) rotates the sealed endpoint's secret again and again.
     const rotations: string[] = [];
@@ -277,7 +277,7 @@ describe('rotating SECRETS_ENCRYPTION_KEY', () => {
     expect(verifies(nowSealed!, rotations.at(-1)!)).toBe(true);
     expect(verifies(nowSealed!, rotations.at(-2)!)).toBe(true);
     expect(verifies(nowPlain!, legacySecret)).toBe(true);
-    expect((await after.services.slack.connection(org.orgId))!.client.token).toBe(BOT_TOKEN);
+    expect((await (await after.services.slack.connection(org.orgId))!.client()).token).toBe(BOT_TOKEN);
   }, 60_000);
 
   it('fails clearly under a key that sealed none of it: the CLI, a delivery, Slack', async () => {

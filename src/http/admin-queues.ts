@@ -1,9 +1,7 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import type { Express, RequestHandler, Response } from 'express';
 import type { AttemptLimiter } from '../lib/attempt-limiter.js';
+import { onFirstUse } from '../lib/first-use.js';
 import { RateLimitedError } from '../lib/errors.js';
 import { secretsEqual } from '../lib/secret-tokens.js';
 import { clientAddress } from './client-address.js';
@@ -15,12 +13,27 @@ export const DASHBOARD_FAILURES = { limit: 10, windowMs: 60_000 };
 
 /**
  * Bull Board, read-only (no retry, clean or pause from the browser), behind HTTP basic auth whose
- * failures are limited per client address (`failures`, at DASHBOARD_FAILURES).
+ * failures are limited per client address (`failures`, at DASHBOARD_FAILURES). The board is built
+ * on the first request that gets through: its packages are a share of the web process's memory
+ * that only an operator looking at the queues should cost.
  */
 export function mountQueueDashboard(
   app: Express,
   { queues, user, password, failures }: { queues: readonly Queue[]; user: string; password: string; failures: AttemptLimiter },
 ): void {
+  const board = onFirstUse(() => buildBoard(queues));
+  const dashboard: RequestHandler = async (req, res, next) => {
+    (await board())(req, res, next);
+  };
+  app.use(QUEUE_DASHBOARD_PATH, basicAuth(user, password, failures), dashboard);
+}
+
+async function buildBoard(queues: readonly Queue[]): Promise<Express> {
+  const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
+    import('@bull-board/api'),
+    import('@bull-board/api/bullMQAdapter'),
+    import('@bull-board/express'),
+  ]);
   const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
   createBullBoard({
     queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
@@ -30,7 +43,7 @@ export function mountQueueDashboard(
   const board = serverAdapter.getRouter() as Express;
   // The board is an Express app of its own, with Express's defaults; keep the API's choice of not naming the server.
   board.disable('x-powered-by');
-  app.use(QUEUE_DASHBOARD_PATH, basicAuth(user, password, failures), board);
+  return board;
 }
 
 function challenge(res: Response): void {

@@ -68,10 +68,15 @@ const page = html`<!doctype html>
     </body>
   </html>`.toString();
 
-/** GET /openapi.json, the OpenAPI 3.1 document of everything this process serves, and GET /docs, its reference page. */
-export function mountApiReference(app: Express, document: object): void {
+/**
+ * GET /openapi.json, the OpenAPI 3.1 document of everything this process serves, and GET /docs,
+ * its reference page. The document is made at its first request: kept from the start, it and the
+ * garbage of making it were a share of every web process's memory that few of them ever serve.
+ */
+export function mountApiReference(app: Express, makeDocument: () => object): void {
+  let document: object | undefined;
   app.get('/openapi.json', (_req, res) => {
-    res.json(document);
+    res.json((document ??= makeDocument()));
   });
   app.get('/docs', (_req, res) => {
     res.set(API_REFERENCE_HEADERS).set('cache-control', 'no-cache').type('html').send(page);

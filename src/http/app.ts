@@ -52,15 +52,16 @@ export function createApp(services: Services): Express {
     ...integrationRoutes(services.slack, services.teams),
   ];
   const { METRICS_TOKEN } = services.config;
-  const openApiDocument = buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0', description: API_DESCRIPTION }, [
-    ...healthOperations,
-    ...(METRICS_TOKEN ? [metricsOperation] : []),
-    ...apiReferenceOperations,
-    consoleOperation,
-    ...decisionLinkOperations,
-    slackInteractionOperation,
-    teamsActivityOperation,
-  ]);
+  const openApiDocument = () =>
+    buildOpenApiDocument(routes, { title: 'Approval Gate API', version: '1.0.0', description: API_DESCRIPTION }, [
+      ...healthOperations,
+      ...(METRICS_TOKEN ? [metricsOperation] : []),
+      ...apiReferenceOperations,
+      consoleOperation,
+      ...decisionLinkOperations,
+      slackInteractionOperation,
+      teamsActivityOperation,
+    ]);
 
   mountHealthChecks(app, () => services.checkReadiness());
   if (METRICS_TOKEN) app.get('/metrics', metricsHandler(services.metrics, METRICS_TOKEN));

@@ -1,6 +1,9 @@
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
+import { onFirstUse } from './first-use.js';
 import type { Logger } from './logger.js';
 import type { Mailbox } from './mailbox.js';
+import { neverConnected } from './never-connected.js';
 
 export interface MailMessage {
   to: string[];
@@ -45,23 +48,28 @@ export function createMailer(
       close() {},
     };
   }
-  const transport = createTransport(config.SMTP_URL, { from: config.MAIL_FROM });
+  const smtpUrl = config.SMTP_URL;
+  // nodemailer is loaded with the first mail: most processes of a deployment never send one.
+  let opened: Transporter<SMTPTransport.SentMessageInfo> | undefined;
+  const connected = onFirstUse(async () => {
+    const { createTransport } = await import('nodemailer');
+    return (opened = createTransport(smtpUrl, { from: config.MAIL_FROM }));
+  });
   return {
     transport: 'smtp',
     async send(message) {
-      const info = await transport.sendMail(message);
+      const info = await (await connected()).sendMail(message);
       // Some recipients refused while others accepted: a retry would mail the others again, so only log it.
       if (info.rejected.length > 0) logger.warn({ rejected: info.rejected, subject: message.subject }, 'mail refused for some recipients');
     },
     close() {
-      transport.close();
+      opened?.close();
     },
   };
 }
 
 /** Failures that happen before the server could have taken the message: no connection, a refused login, sender or recipient. */
 const BEFORE_DATA = new Set(['EDNS', 'EAUTH', 'EENVELOPE', 'EMESSAGE', 'ETLS']);
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
  * Whether a failed send proves the message was not accepted, so that sending it again cannot
@@ -72,5 +80,5 @@ const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOS
 export function mailNotAccepted(error: unknown): boolean {
   const failure = error as { responseCode?: unknown; code?: unknown; originalCode?: unknown };
   if (typeof failure.responseCode === 'number' && failure.responseCode >= 400) return true;
-  return BEFORE_DATA.has(String(failure.code)) || NEVER_CONNECTED.has(String(failure.originalCode ?? failure.code));
+  return BEFORE_DATA.has(String(failure.code)) || neverConnected(failure.originalCode ?? failure.code);
 }

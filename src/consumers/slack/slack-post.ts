@@ -43,12 +43,7 @@ export const slackPostConsumer = defineEventHandler({
         );
         return { slackChannelId: posted.channel!, slackTs: posted.ts! };
       },
-      {
-        notApplied: slackCallNotApplied,
-        posted: (message) => message,
-        logger,
-        uncertainly: 'Slack post may or may not have been made; it is not made again',
-      },
+      { notApplied: slackCallNotApplied, logger, uncertainly: 'Slack post may or may not have been made; it is not made again' },
     );
     if ('claimed' in sending) return { skipped: 'already posted' };
     if ('uncertain' in sending) return sending;

@@ -27,15 +27,14 @@ export async function remindInSlack(
   for (const message of await notifications.postedSlackMessages(approval.id, approval.revision)) {
     const sending = await notifications.sendOnce(
       noticeKey(orgId, approval, 'slack', message.recipient, reminder),
-      () =>
-        callSlack(
+      async () => {
+        await callSlack(
           context,
           connection,
           (client) => client.chat.postMessage({ channel: message.slackChannelId, thread_ts: message.slackTs, text }),
-          {
-            inChannel: true,
-          },
-        ),
+          { inChannel: true },
+        );
+      },
       { notApplied: slackCallNotApplied, logger, uncertainly: 'Slack reminder may or may not have been posted; it is not posted again' },
     );
     if ('sent' in sending) sent += 1;

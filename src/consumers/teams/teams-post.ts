@@ -38,12 +38,7 @@ export const teamsPostConsumer = defineEventHandler({
           approvalCard(approval, consoleUrl(config.PUBLIC_URL, approvalId), notice!.changes),
         ),
       }),
-      {
-        notApplied: teamsCallNotApplied,
-        posted: (activity) => activity,
-        logger,
-        uncertainly: 'Teams post may or may not have been made; it is not made again',
-      },
+      { notApplied: teamsCallNotApplied, logger, uncertainly: 'Teams post may or may not have been made; it is not made again' },
     );
     if ('claimed' in sending) return { skipped: 'already posted' };
     if ('uncertain' in sending) return sending;

@@ -24,11 +24,12 @@ export async function remindInTeams(
   if (undecided.length === 0) return { sent: 0 };
   const sending = await notifications.sendOnce(
     noticeKey(orgId, approval, 'teams', connection.channelId, reminder),
-    () =>
-      connection.bot.post(
+    async () => {
+      await connection.bot.post(
         connection.channelId,
         reminderCard(describeReminder(approval, undecided), consoleUrl(config.PUBLIC_URL, approval.id)),
-      ),
+      );
+    },
     { notApplied: teamsCallNotApplied, logger, uncertainly: 'Teams reminder may or may not have been posted; it is not posted again' },
   );
   return { sent: 'sent' in sending ? 1 : 0 };

@@ -1,6 +1,7 @@
 import { createPublicKey, randomUUID, type KeyObject } from 'node:crypto';
 import { pickColumns, qualified, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
 import type { DataLayer, Sql } from '../../data/database.js';
+import { onFirstUse } from '../../lib/first-use.js';
 import { Prisma, type AuditChainHead, type AuditCheckpoint, type AuditSigningKey } from '../../generated/prisma/client.js';
 import { AUDIT_CHAIN_HEAD_COLUMNS, AUDIT_CHECKPOINT_COLUMNS, AUDIT_EVENT_COLUMNS, AUDIT_SIGNING_KEY_COLUMNS } from './audit-columns.js';
 import { CHECKPOINT_EVENT_TYPE } from './audit-events.js';
@@ -53,8 +54,6 @@ export class RetiredSigningKeyError extends Error {
  * chain consistently, hashes and head included, still contradicts what was signed before.
  */
 export class CheckpointService {
-  private registered: Promise<string> | null = null;
-
   /**
    * `origin` names the log in its signed notes: the host (and port) of PUBLIC_URL, followed by
    * the organization's id.
@@ -200,27 +199,19 @@ export class CheckpointService {
    * replaces: checkpoints that key signed keep verifying, and nothing it signs later does. A key
    * that was retired before cannot come back, or an old key could sign into the past.
    */
-  private registerKey(): Promise<string> {
-    this.registered ??= (async () => {
-      const publicKey = createPublicKey(this.signingKey!);
-      const keyId = keyIdOf(publicKey);
-      await this.data.db.$transaction(async (tx) => {
-        await tx.$executeRaw`
+  private readonly registerKey = onFirstUse(async () => {
+    const publicKey = createPublicKey(this.signingKey!);
+    const keyId = keyIdOf(publicKey);
+    await this.data.db.$transaction(async (tx) => {
+      await tx.$executeRaw`
           INSERT INTO audit_signing_keys (key_id, public_key) VALUES (${keyId}, ${publicKey.export({ type: 'spki', format: 'pem' }).toString()})
           ON CONFLICT (key_id) DO NOTHING`;
-        const [mine] = await tx.$queryRaw<Pick<AuditSigningKey, 'retiredAt'>[]>`
+      const [mine] = await tx.$queryRaw<Pick<AuditSigningKey, 'retiredAt'>[]>`
           SELECT ${RETIRED_AT} FROM audit_signing_keys WHERE key_id = ${keyId}`;
-        if (mine?.retiredAt)
-          throw new RetiredSigningKeyError(
-            `The audit signing key ${keyId} was retired at ${mine.retiredAt.toISOString()}; make a new one.`,
-          );
-        await tx.$executeRaw`UPDATE audit_signing_keys SET retired_at = clock_timestamp() WHERE key_id <> ${keyId} AND retired_at IS NULL`;
-      });
-      return keyId;
-    })().catch((error: unknown) => {
-      this.registered = null;
-      throw error;
+      if (mine?.retiredAt)
+        throw new RetiredSigningKeyError(`The audit signing key ${keyId} was retired at ${mine.retiredAt.toISOString()}; make a new one.`);
+      await tx.$executeRaw`UPDATE audit_signing_keys SET retired_at = clock_timestamp() WHERE key_id <> ${keyId} AND retired_at IS NULL`;
     });
-    return this.registered;
-  }
+    return keyId;
+  });
 }

@@ -1,9 +1,10 @@
 import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import { RetryLater } from '../../lib/job-retries.js';
+import type { Logger } from '../../lib/logger.js';
 import type { ApprovalNotification } from '../../generated/prisma/client.js';
 import { oneApproval } from '../approvals/approval-store.js';
 import { MEMBER_COLUMNS } from '../members/member-columns.js';
-import type { Logger } from '../../lib/logger.js';
 import type { MemberRole } from '../orgs/tenant.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 
@@ -205,7 +206,7 @@ export class NotificationStore {
     return rows.length > 0;
   }
 
-  async markSent(key: NotificationKey, posted?: PostedMessage): Promise<void> {
+  async markSent(key: NotificationKey, posted?: PostedMessage | void): Promise<void> {
     const slack = posted && 'slackTs' in posted ? posted : null;
     const teams = posted && 'teamsActivityId' in posted ? posted : null;
     await this.sql.query(
@@ -227,29 +228,30 @@ export class NotificationStore {
   }
 
   /**
-   * Sends a notice at most once: claimed before `send`, marked sent after it, with what was posted
-   * (`posted`) for the updates that follow. A failure that `notApplied` says changed nothing gives
-   * the claim back and is thrown, for the job to retry; any other leaves the notice uncertain, never
-   * sent again, and is logged as `uncertainly`. What it answers: the send's result, or why there is none.
+   * Sends a notice at most once: claimed before `send`, marked sent after it, with the message
+   * `send` answers when it posted one (for the updates that follow). A failure that changed nothing
+   * (a RetryLater, or one `notApplied` says so of) gives the claim back and is thrown, for the job to
+   * retry; any other leaves the notice uncertain, never sent again, and is logged as `uncertainly`.
+   * What it answers: what was posted, or why nothing was.
    */
-  async sendOnce<Result>(
+  async sendOnce<Posted extends PostedMessage | void>(
     key: NotificationKey,
-    send: () => Promise<Result>,
-    options: { notApplied: (error: unknown) => boolean; posted?: (result: Result) => PostedMessage; logger: Logger; uncertainly: string },
-  ): Promise<{ sent: Result } | { claimed: 'already' } | { uncertain: true }> {
+    send: () => Promise<Posted>,
+    options: { notApplied: (error: unknown) => boolean; logger: Logger; uncertainly: string },
+  ): Promise<{ sent: Posted } | { claimed: 'already' } | { uncertain: true }> {
     if (!(await this.claim(key))) return { claimed: 'already' };
-    let result: Result;
+    let posted: Posted;
     try {
-      result = await send();
+      posted = await send();
     } catch (error) {
-      const outcome = options.notApplied(error) ? 'retry' : 'uncertain';
+      const outcome = error instanceof RetryLater || options.notApplied(error) ? 'retry' : 'uncertain';
       await this.markFailed(key, outcome, error instanceof Error ? error.message : String(error));
       if (outcome === 'retry') throw error;
       options.logger.warn({ err: error, approvalId: key.approvalId }, options.uncertainly);
       return { uncertain: true };
     }
-    await this.markSent(key, options.posted?.(result));
-    return { sent: result };
+    await this.markSent(key, posted);
+    return { sent: posted };
   }
 
   /**

@@ -1,6 +1,6 @@
-import webpush from 'web-push';
 import type { Database } from '../../data/database.js';
 import { DependencyUnavailableError, NotFoundError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
+import { neverConnected } from '../../lib/never-connected.js';
 import type { PushSubscription } from '../../generated/prisma/client.js';
 import type { Tenant } from '../orgs/tenant.js';
 import { parseWebhookUrl, resolveWebhookHost, UnsafeWebhookUrlError } from '../webhooks/webhook-url-guard.js';
@@ -16,7 +16,9 @@ export interface PushOptions {
 /** How long a push service keeps a notification for a device that is offline: a request waits little longer. */
 const TTL_SECONDS = 3_600;
 const SEND_TIMEOUT_MS = 10_000;
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** web-push, loaded on first send: a process whose organizations push nothing should not carry it. */
+const webPush = async () => (await import('web-push')).default;
 
 /** What became of one notification: delivered to the push service, or the subscription is gone (404/410) and was removed. */
 export type PushOutcome = 'sent' | 'gone';
@@ -88,7 +90,7 @@ export class PushService {
     });
     // web-push encrypts and signs; the request itself goes out through fetch, which also speaks the
     // plain http of a local push service in development and tests.
-    const request = webpush.generateRequestDetails(
+    const request = (await webPush()).generateRequestDetails(
       { endpoint: device.endpoint, keys: { p256dh: device.p256dh, auth: device.auth } },
       JSON.stringify(message),
       { vapidDetails: vapid, TTL: TTL_SECONDS, urgency: 'high', contentEncoding: 'aes128gcm' },
@@ -103,7 +105,7 @@ export class PushService {
       });
     } catch (error) {
       const code = (error as { cause?: { code?: string } }).cause?.code ?? '';
-      if (NEVER_CONNECTED.has(code)) throw new PushRefused(`the push service could not be reached (${code})`, null);
+      if (neverConnected(code)) throw new PushRefused(`the push service could not be reached (${code})`, null);
       throw error;
     }
     if (response.status === 404 || response.status === 410) {

@@ -4,7 +4,7 @@ import type { Config } from '../../config.js';
 import type { ApprovalView } from '../approvals/approval-schemas.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import { consoleUrl } from '../notifications/approval-notice.js';
-import { WebAPIRateLimitedError } from './slack-api.js';
+import { isSlackRateLimited } from './slack-api.js';
 import { approvalMessage, supersededMessage } from './slack-messages.js';
 import type { SlackConnection } from './slack-service.js';
 import type { SlackRateLimiter } from './slack-rate-limiter.js';
@@ -43,9 +43,9 @@ export async function callSlack<T>(
     await sleep(waitMs);
   }
   try {
-    return await call(connection.client);
+    return await call(await connection.client());
   } catch (error) {
-    if (!(error instanceof WebAPIRateLimitedError)) throw error;
+    if (!isSlackRateLimited(error)) throw error;
     const waitMs = error.retryAfter * 1000;
     await slackRateLimiter.pause(channelKey, waitMs);
     throw new RetryLater(waitMs, `Slack answered 429 with Retry-After ${error.retryAfter}`);

@@ -147,7 +147,8 @@ export class SlackInteractions {
     }
     // The trigger id expires 3 s after the press: the modal opens now or never.
     const modal = MODAL_OF[button.data.action_id];
-    await connection.client.views
+    const client = await connection.client();
+    await client.views
       .open({ trigger_id: interaction.trigger_id, view: feedbackModal(modal, approval, channelId) })
       .catch(async (error: unknown) => {
         this.services.logger.warn({ err: error, approvalId: approval.id, modal }, 'could not open a Slack feedback modal');

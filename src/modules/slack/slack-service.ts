@@ -1,8 +1,9 @@
-import { WebAPIPlatformError, type WebClient } from '@slack/web-api';
+import type { WebClient } from '@slack/web-api';
 import { pickColumns, selectList } from '../../data/columns.js';
 import type { Database } from '../../data/database.js';
 import type { SealedColumns } from '../../data/sealed-columns.js';
 import { NotFoundError, DependencyUnavailableError, ValidationError } from '../../lib/errors.js';
+import { onFirstUse } from '../../lib/first-use.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import { Prisma, type SlackIntegration } from '../../generated/prisma/client.js';
@@ -10,7 +11,7 @@ import type { AuditEventDraft } from '../audit/audit-events.js';
 import { appendAuditEvents } from '../audit/audit-store.js';
 import type { Tenant } from '../orgs/tenant.js';
 import type { OutboxSignal } from '../outbox/outbox-signal.js';
-import { slackClient } from './slack-api.js';
+import { isSlackRefusal, slackClient } from './slack-api.js';
 import { SLACK_INTEGRATION_COLUMNS } from './slack-columns.js';
 import type { SlackIntegrationInput, SlackIntegrationView } from './slack-schemas.js';
 import { isFreshSlackTimestamp, isSlackSignature } from './slack-signature.js';
@@ -27,7 +28,8 @@ export interface SlackConnection {
   orgId: string;
   teamId: string;
   channel: string;
-  client: WebClient;
+  /** The client holding its bot token, made at the first call. */
+  client(): Promise<WebClient>;
 }
 
 export interface SlackOptions {
@@ -138,18 +140,18 @@ export class SlackService {
       orgId: integration.orgId,
       teamId: integration.teamId,
       channel: integration.channel,
-      client: slackClient(token, this.options.apiUrl, timeoutMs),
+      client: onFirstUse(() => slackClient(token, this.options.apiUrl, timeoutMs)),
     };
   }
 
   /** The workspace of a bot token; a token Slack refuses is a 422 on botToken. */
   private async teamOf(botToken: string): Promise<string> {
     try {
-      const identity = await slackClient(botToken, this.options.apiUrl, JOB_CALL_TIMEOUT_MS).auth.test();
+      const identity = await (await slackClient(botToken, this.options.apiUrl, JOB_CALL_TIMEOUT_MS)).auth.test();
       if (!identity.team_id) throw new ValidationError([{ path: 'botToken', message: 'Slack answered auth.test without a team_id.' }]);
       return identity.team_id;
     } catch (error) {
-      if (error instanceof WebAPIPlatformError) {
+      if (isSlackRefusal(error)) {
         throw new ValidationError([{ path: 'botToken', message: `Slack refused the bot token: ${error.data.error}.` }]);
       }
       if (error instanceof ValidationError) throw error;

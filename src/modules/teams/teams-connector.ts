@@ -1,8 +1,8 @@
 import { createHash, createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
 import type { Client } from '@microsoft/teams.api';
-import { SignJWT } from 'jose';
 import type { IAdaptiveCard } from '@microsoft/teams.cards';
 import { RetryLater } from '../../lib/job-retries.js';
+import { neverConnected } from '../../lib/never-connected.js';
 
 /** Where the bot gets its tokens and reaches Teams; tests point both at local stand-ins. */
 export interface TeamsEndpoints {
@@ -27,8 +27,6 @@ const ASSERTION_LIFETIME_SECONDS = 300;
 /** The scope of a token for the Bot Connector service. */
 const BOT_SCOPE = 'https://api.botframework.com/.default';
 
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
 /**
  * A failed call to Entra or the Bot Connector. `notApplied`: the call provably changed nothing (an
  * HTTP error status came back, or no connection was made), so making it again cannot post twice.
@@ -45,7 +43,7 @@ export class TeamsCallError extends Error {
 
 /** Whether a failed call to Teams changed nothing, so that asking again cannot post twice. */
 export function teamsCallNotApplied(error: unknown): boolean {
-  return error instanceof RetryLater || (error instanceof TeamsCallError && error.notApplied);
+  return error instanceof TeamsCallError && error.notApplied;
 }
 
 /**
@@ -86,6 +84,8 @@ export async function botToken(endpoints: TeamsEndpoints, credentials: BotCreden
  * thumbprint (`x5t#S256`), as Microsoft identity platform's certificate credentials require.
  */
 async function clientAssertion(tokenUrl: string, appId: string, credential: { certificate: string; privateKey: string }): Promise<string> {
+  // jose is loaded here, as the Teams SDK is: only a deployment with a certificate credential signs.
+  const { SignJWT } = await import('jose');
   return new SignJWT({})
     .setProtectedHeader({ alg: 'PS256', typ: 'JWT', 'x5t#S256': certificateThumbprint(credential.certificate).toString('base64url') })
     .setAudience(tokenUrl)
@@ -152,7 +152,7 @@ async function connectorCall<T>(call: () => Promise<T>): Promise<T> {
       const seconds = Number(failure.response?.headers?.['retry-after'] ?? 1);
       throw new RetryLater(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000, 'the Bot Connector answered 429');
     }
-    const notApplied = status !== null || NEVER_CONNECTED.has(failure.code ?? '');
+    const notApplied = status !== null || neverConnected(failure.code);
     throw new TeamsCallError(
       `The Bot Connector ${status ? `answered ${status}` : `failed (${failure.message ?? 'unknown'})`}`,
       status,
