@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { formatCount } from '../../lib/display-count.js';
 import { formatUtc } from '../../lib/display-time.js';
 import { Html, html } from '../../lib/html.js';
 import { MAX_CHANGES_FEEDBACK, type ApprovalView } from '../../modules/approvals/approval-schemas.js';
@@ -124,8 +125,8 @@ function feedbackField(verdict: LinkVerdict): Html {
       aria-describedby="feedback-hint"
     ></textarea>
     <p id="feedback-hint" class="hint">
-      Up to ${MAX_CHANGES_FEEDBACK.toLocaleString('en')} characters. The agent receives it and may send a revised request, which you are
-      told about again.
+      Up to ${formatCount(MAX_CHANGES_FEEDBACK)} characters. The agent receives it and may send a revised request, which you are told about
+      again.
     </p>`;
 }
 

@@ -1,3 +1,4 @@
+import { formatCount } from '../../lib/display-count.js';
 import { REPLAY_LIMIT, type ApprovalFeed, type FeedMessage } from '../../modules/approvals/approval-feed.js';
 import { voterOf, type ApprovalService } from '../../modules/approvals/approval-service.js';
 import {
@@ -72,7 +73,7 @@ export function approvalRoutes(approvals: ApprovalService, feed: ApprovalFeed) {
       scope: 'approvals:read',
       responses: {
         200: {
-          description: `A text/event-stream: \`approval\` events (\`{ type, approvalId, status, seq }\`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends \`reset\` when it is older than the last ${REPLAY_LIMIT.toLocaleString('en-US')} events. At most ${STREAMS_PER_PRINCIPAL} streams per member or service key (429 beyond).`,
+          description: `A text/event-stream: \`approval\` events (\`{ type, approvalId, status, seq }\`, id = seq); reconnecting with Last-Event-ID replays what was missed, or sends \`reset\` when it is older than the last ${formatCount(REPLAY_LIMIT)} events. At most ${STREAMS_PER_PRINCIPAL} streams per member or service key (429 beyond).`,
           text: {
             mediaType: 'text/event-stream',
             example:

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { formatCount } from '../../lib/display-count.js';
 import type { PolicyService } from '../../modules/policies/policy-service.js';
 import {
   policyDocumentSchema,
@@ -35,7 +36,7 @@ export function policyRoutes(policies: PolicyService) {
         200: { description: 'The stored policy.', schema: policyViewSchema },
         ...problemResponses(401, 403, 422),
         409: {
-          description: `A new policy, and the organization has ${ORG_LIMITS.policies.toLocaleString('en-US')} already (\`limit_reached\`, with \`limit\`).`,
+          description: `A new policy, and the organization has ${formatCount(ORG_LIMITS.policies)} already (\`limit_reached\`, with \`limit\`).`,
           schema: problemSchema,
         },
       },

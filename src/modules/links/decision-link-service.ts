@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { formatCount } from '../../lib/display-count.js';
 import { ConflictError, DecisionRefusedError } from '../../lib/errors.js';
 import { digestToken, newSecretToken } from '../../lib/secret-tokens.js';
 import { MAX_CHANGES_FEEDBACK, type ApprovalView } from '../approvals/approval-schemas.js';
@@ -142,7 +143,7 @@ export class DecisionLinkService {
 function changesFeedbackProblem(feedback: string | undefined): string | null {
   if (!feedback) return 'Say what should change: the feedback is what the agent revises the request by.';
   if (feedback.length > MAX_CHANGES_FEEDBACK)
-    return `The feedback is limited to ${MAX_CHANGES_FEEDBACK.toLocaleString('en')} characters; it has ${feedback.length.toLocaleString('en')}.`;
+    return `The feedback is limited to ${formatCount(MAX_CHANGES_FEEDBACK)} characters; it has ${formatCount(feedback.length)}.`;
   return null;
 }
 

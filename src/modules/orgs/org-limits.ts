@@ -1,4 +1,5 @@
 import type { DatabaseClient } from '../../data/database.js';
+import { formatCount } from '../../lib/display-count.js';
 import { LimitReachedError } from '../../lib/errors.js';
 
 /**
@@ -23,7 +24,7 @@ export function limitReached(limit: OrgLimit): LimitReachedError {
   const max = ORG_LIMITS[limit];
   return new LimitReachedError(
     { name: limit, max },
-    `An organization may have at most ${max.toLocaleString('en-US')} ${COUNTED[limit].noun}; delete one before creating another.`,
+    `An organization may have at most ${formatCount(max)} ${COUNTED[limit].noun}; delete one before creating another.`,
   );
 }
 

@@ -1,4 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { formatCount } from '../../lib/display-count.js';
 import type { FieldError } from '../../lib/errors.js';
 import { EMPTY_INPUT, ruleCost } from './policy-cost.js';
 import { DEFAULT_POOL_LIMITS, EvaluationPool, type PoolLimits, type PoolOutcome } from './policy-evaluation-pool.js';
@@ -197,7 +198,7 @@ function failed(index: number, error: string): PolicyVerdict {
 }
 
 function formatSteps(steps: number): string {
-  return Number.isFinite(steps) ? Math.round(steps).toLocaleString('en-US') : 'unbounded';
+  return Number.isFinite(steps) ? formatCount(Math.round(steps)) : 'unbounded';
 }
 
 /** The evaluator of this process: the API's creations and the expiry worker's escalations share it. */

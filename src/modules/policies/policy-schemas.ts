@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { formatCount } from '../../lib/display-count.js';
 import { jsonObject, storableInstant, storableString } from '../../lib/json-input.js';
 import { pageLimitSchema } from '../../lib/paging.js';
 
@@ -294,7 +295,7 @@ export const policyReplayInputSchema = z
       .min(1)
       .max(MAX_REPLAY_REQUESTS)
       .default(1000)
-      .meta({ description: `The newest requests to replay, 1 to ${MAX_REPLAY_REQUESTS.toLocaleString('en-US')}.` }),
+      .meta({ description: `The newest requests to replay, 1 to ${formatCount(MAX_REPLAY_REQUESTS)}.` }),
   })
   .refine((input) => !input.from || !input.to || input.from <= input.to, { path: ['to'], message: 'to must not be before from' })
   .meta({ id: 'PolicyReplayInput' });
