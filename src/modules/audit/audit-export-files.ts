@@ -34,7 +34,7 @@ export class AuditExportFiles implements AuditExportStorage {
   async append(id: string, piece: ExportPiece, writer: PieceWriter): Promise<void> {
     const file = await open(this.partial(id), piece.offset === 0 ? 'w' : 'r+');
     try {
-      await file.write(piece.bytes, 0, piece.bytes.length, piece.offset);
+      await file.writev(piece.chunks, piece.offset);
     } finally {
       await file.close();
     }

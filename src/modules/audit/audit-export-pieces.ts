@@ -23,20 +23,19 @@ export async function* wholeLinePieces(
   let buffered: Buffer[] = [];
   let bufferedBytes = 0;
 
-  const cut = (bytes: Buffer): ExportPiece => {
+  const cut = (chunks: Buffer[], bytes: number): ExportPiece => {
     let lines = 0;
-    for (let index = bytes.indexOf(NEWLINE); index !== -1; index = bytes.indexOf(NEWLINE, index + 1)) lines++;
+    for (const chunk of chunks) {
+      for (let index = chunk.indexOf(NEWLINE); index !== -1; index = chunk.indexOf(NEWLINE, index + 1)) lines++;
+    }
     if (headerPending && lines > 0) {
       lines--;
       headerPending = false;
     }
-    if (lines > 0) {
-      const start = bytes.lastIndexOf(NEWLINE, bytes.length - 2) + 1;
-      lastSeq = Number(bytes.subarray(start, bytes.indexOf(COMMA, start)).toString('latin1'));
-    }
+    if (lines > 0) lastSeq = Number(firstField(lastLine(chunks)));
     rowCount += lines;
-    const piece = { offset, bytes, lastSeq, rowCount };
-    offset += bytes.length;
+    const piece = { offset, chunks, size: bytes, lastSeq, rowCount };
+    offset += bytes;
     return piece;
   };
 
@@ -46,12 +45,30 @@ export async function* wholeLinePieces(
     if (bufferedBytes < size) continue;
     const end = chunk.lastIndexOf(NEWLINE);
     if (end === -1) continue;
-    const all = Buffer.concat(buffered, bufferedBytes);
-    const cutAt = bufferedBytes - chunk.length + end + 1;
-    yield cut(all.subarray(0, cutAt));
-    const rest = all.subarray(cutAt);
-    buffered = rest.length > 0 ? [Buffer.from(rest)] : [];
+    const rest = chunk.subarray(end + 1);
+    buffered[buffered.length - 1] = chunk.subarray(0, end + 1);
+    yield cut(buffered, bufferedBytes - rest.length);
+    buffered = rest.length > 0 ? [rest] : [];
     bufferedBytes = rest.length;
   }
-  if (bufferedBytes > 0) yield cut(Buffer.concat(buffered, bufferedBytes));
+  if (bufferedBytes > 0) yield cut(buffered, bufferedBytes);
+}
+
+/** The last line of chunks that end with a line break, without it; it may span chunks. */
+function lastLine(chunks: Buffer[]): Buffer {
+  const parts: Buffer[] = [];
+  for (let index = chunks.length - 1; index >= 0; index--) {
+    const chunk = chunks[index]!;
+    const searchFrom = index === chunks.length - 1 ? chunk.length - 2 : chunk.length - 1;
+    const start = searchFrom < 0 ? -1 : chunk.lastIndexOf(NEWLINE, searchFrom);
+    parts.unshift(chunk.subarray(start + 1));
+    if (start !== -1) break;
+  }
+  const line = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  return line.subarray(0, line.length - 1);
+}
+
+function firstField(line: Buffer): string {
+  const comma = line.indexOf(COMMA);
+  return line.subarray(0, comma === -1 ? line.length : comma).toString('latin1');
 }

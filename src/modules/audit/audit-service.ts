@@ -197,7 +197,7 @@ export class AuditService {
           saveProgress: () => progressOnWriting.saveProgress(exportId, piece),
         });
         rowCount = piece.rowCount;
-        writtenBytes = piece.offset + piece.bytes.length;
+        writtenBytes = piece.offset + piece.size;
         if (signal?.aborted) throw new RetryLater(0, `audit export ${exportId} stopped at byte ${writtenBytes} for a shutdown`);
       }
       await this.storage.complete(exportId);
