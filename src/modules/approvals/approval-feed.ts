@@ -1,6 +1,7 @@
 import type { Sql } from '../../data/database.js';
 import type { Logger } from '../../lib/logger.js';
 import { Semaphore } from '../../lib/semaphore.js';
+import { SeqWindow } from '../../lib/seq-window.js';
 import { execPipeline, subscribeWithin, type RedisClient } from '../../lib/redis.js';
 import { CHECKPOINT_EVENT_TYPE, type AuditEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from '../outbox/domain-events.js';
@@ -52,8 +53,8 @@ const REPLAY_READS_AT_ONCE = 4;
  */
 const LIVE_BUFFER = 1000;
 
-/** How many of the seqs it sent a stream remembers, to tell a late event from one it sent already. */
-const SENT_REMEMBERED = 2 * LIVE_BUFFER;
+/** How far below the highest seq it sent a stream remembers what it sent, to tell a late event from one it sent already. */
+const SENT_REMEMBERED = 4096;
 
 /** The status an approval event leaves its approval in. */
 function statusAfter(type: AuditEventType, data: Record<string, unknown>): ApprovalStatus {
@@ -167,10 +168,9 @@ export class ApprovalFeed {
       // client already had (up to `known`), not whatever is below the highest seq it sent.
       let known = after;
       let lastSeq = after;
-      const sent = new Set<number>();
+      const sent = new SeqWindow(SENT_REMEMBERED);
       const send = (event: ApprovalFeedEvent): FeedMessage => {
         sent.add(event.seq);
-        if (sent.size > SENT_REMEMBERED) sent.delete(sent.values().next().value!);
         lastSeq = Math.max(lastSeq ?? event.seq, event.seq);
         return { kind: 'event', event };
       };
