@@ -36,6 +36,19 @@ describe('group commit batches', () => {
     runner.releaseAll();
     expect(await Promise.all(calls)).toEqual([10, 20, 30, 40]);
   });
+
+  it("sends the calls queued meanwhile before the answered batch's callers go on", async () => {
+    const runner = heldRunner();
+    const writes = new GroupCommit(runner.run, { maxBatch: 10, maxInFlight: 1 });
+    const first = writes.submit(1);
+    await endOfTurn();
+    const queued = writes.submit(2);
+    runner.releaseAll();
+    // The first moment the first caller can act: the queued call's batch is on its way already.
+    expect(await first.then(() => structuredClone(runner.batches))).toEqual([[1], [2]]);
+    runner.releaseAll();
+    expect(await queued).toBe(20);
+  });
 });
 
 describe('group commit queue deadline', () => {

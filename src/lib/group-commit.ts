@@ -64,10 +64,7 @@ export class GroupCommit<Item, Result> {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight++;
       this.options.onBatch?.(batch.length);
-      void this.runBatch(batch).finally(() => {
-        this.inFlight--;
-        this.drain();
-      });
+      void this.runBatch(batch);
     }
   }
 
@@ -80,12 +77,22 @@ export class GroupCommit<Item, Result> {
   }
 
   private async runBatch(batch: Pending<Item, Result>[]): Promise<void> {
+    let answered: { results: Result[] } | { error: unknown };
     try {
       const results = await this.run(batch.map((entry) => entry.item));
       if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} was answered ${results.length} times`);
-      batch.forEach((entry, index) => entry.resolve(results[index]!));
+      answered = { results };
     } catch (error) {
-      for (const entry of batch) entry.reject(error);
+      answered = { error };
+    }
+    // The slot goes to the calls queued meanwhile before this batch's callers go on: answered
+    // first, their continuations would be queued ahead of the next batch's start.
+    this.inFlight--;
+    try {
+      this.drain();
+    } finally {
+      if ('error' in answered) for (const entry of batch) entry.reject(answered.error);
+      else batch.forEach((entry, index) => entry.resolve(answered.results[index]!));
     }
   }
 }
