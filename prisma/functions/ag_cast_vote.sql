@@ -23,6 +23,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
   v_approval approvals;
+  v_voter jsonb := ag_principal_of(p_voter); -- resolved once: for the rules and for the key the vote counts under
   v_refusal text;
   v_approve_votes integer;
   v_next jsonb;
@@ -39,13 +40,13 @@ BEGIN
     RETURN 'stage_moved';
   END IF;
 
-  v_refusal := ag_decision_refusal(v_approval, p_voter, p_channel);
+  v_refusal := ag_principal_refusal(v_approval, v_voter, p_channel);
   IF v_refusal IS NOT NULL THEN
     RETURN v_refusal;
   END IF;
 
   INSERT INTO approval_votes (approval_id, voter_key, voter, verdict, feedback, channel, created_at, stage)
-  VALUES (p_id, ag_principal_key(p_voter), p_vote->'by', p_vote->>'verdict', p_vote->>'feedback',
+  VALUES (p_id, ag_key_of_principal(v_voter), p_vote->'by', p_vote->>'verdict', p_vote->>'feedback',
           p_channel, (p_vote->>'at')::timestamptz, v_approval.stage)
   ON CONFLICT (approval_id, voter_key) DO NOTHING;
   IF NOT FOUND THEN
