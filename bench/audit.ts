@@ -7,7 +7,8 @@
 //
 // The events are appended in SQL (see synthetic-audit-events.ts). For each storage, the API and a
 // worker that runs only the `audit-export` queue are child processes, compiled as the Procfile runs
-// them (`npm run build` first; BENCH_BUILD=0 uses dist/ as it is); each worker's RSS is sampled
+// them (`npm run build` first; BENCH_BUILD=0 uses dist/ as it is), the worker with the node flag
+// docs/operations.md#runtime recommends for a worker that runs exports; each worker's RSS is sampled
 // from /proc during its exports. Targets: verification no slower than `\copy` (ratio at most 1.0), export at least
 // 50% of `\copy`'s rows/s, worker peak RSS under 150 MB. The last line of stdout is the figures as
 // JSON.
@@ -133,10 +134,11 @@ runBenchmark('bench:audit', 30 * 60_000, async (cleanup) => {
     const redisPrefix = REDIS_PREFIXES[name];
     const api = await startWebServer({ port, databaseUrl: dbUrl, redisPrefix, env: storageEnv });
     cleanup(() => api.stop());
-    // The web process started from the same build: dist/ is there.
+    // The web process started from the same build: dist/ is there. A worker that runs exports alone,
+    // as docs/operations.md#runtime recommends running it: with V8's young generation held small.
     const worker = await startWorker({
       label: `${name} export worker`,
-      args: ['dist/workers/index.js'],
+      args: ['--max-semi-space-size=1', 'dist/workers/index.js'],
       env: { DATABASE_URL: dbUrl, REDIS_PREFIX: redisPrefix, WORKER_QUEUES: 'audit-export', LOG_LEVEL: 'info', ...storageEnv },
     });
     cleanup(() => worker.stop());

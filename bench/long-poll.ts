@@ -20,7 +20,7 @@ import { formatTable, round, stats, verdict } from './lib/figures.js';
 import { createOrgs, deleteRedisKeys, dropDatabase, recreateDatabase, type BenchOrg } from './lib/fixtures.js';
 import { heapSnapshotNodeOptions, snapshotHeap } from './lib/heap-snapshot.js';
 import { expectJson, putPolicy, requestJson } from './lib/http.js';
-import { readOpenFilesLimit, readRssMb, waitUntilIdle } from './lib/proc-stats.js';
+import { readOpenFilesLimit, readRssMb, readRssSharesMb, waitUntilIdle } from './lib/proc-stats.js';
 import { startWebServer } from './lib/processes.js';
 import { envFlag, envInt, log, runBenchmark } from './lib/run.js';
 
@@ -157,6 +157,7 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
   await sleep(1000);
   const heldForS = (performance.now() - started) / 1000;
   const rssHeldMb = readRssMb(api.pid);
+  const rssHeldShares = readRssSharesMb(api.pid);
   const heap = HEAP_SNAPSHOT ? await snapshotHeap(api.pid, HEAP_DIR) : undefined;
   if (answeredBeforeDecisions > 0) log(`!!! ${answeredBeforeDecisions} long-polls answered before any decision: not all were held`);
   log(
@@ -208,7 +209,13 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
     openS: round(openS),
     heldAfterS: round(heldForS),
     answeredBeforeDecisions,
-    rssMb: { beforeWaiters: round(rssIdleMb), withWaitersHeld: round(rssHeldMb), afterAnswers: round(rssAfterMb) },
+    rssMb: {
+      beforeWaiters: round(rssIdleMb),
+      withWaitersHeld: round(rssHeldMb),
+      withWaitersHeldFile: round(rssHeldShares.file),
+      withWaitersHeldAnon: round(rssHeldShares.anon),
+      afterAnswers: round(rssAfterMb),
+    },
     heldKbPerWaiter: round(((rssHeldMb - rssIdleMb) * 1024) / WAITERS),
     ...(heap ? { heapSnapshotMb: round(heap.totalBytes / 2 ** 20) } : {}),
     decisions: { seconds: round(decideS), perS: round(WAITERS / decideS, 0), latencyMs: stats(decisionLatency) },
@@ -238,6 +245,8 @@ runBenchmark('bench:long-poll', 15 * 60_000, async (cleanup) => {
       [
         ['web RSS before waiters (MB)', figures.rssMb.beforeWaiters],
         ['web RSS with all waiters held (MB)', figures.rssMb.withWaitersHeld],
+        ['  of it mapped files: Node, ICU data, libraries (MB)', figures.rssMb.withWaitersHeldFile],
+        ["  of it the process's own: heap, buffers (MB)", figures.rssMb.withWaitersHeldAnon],
         ['web RSS after all answered (MB)', figures.rssMb.afterAnswers],
         ['RSS held per waiter (KB)', figures.heldKbPerWaiter],
         ['long-polls written in (s)', figures.openS],

@@ -9,18 +9,34 @@ export function epochMs(): number {
   return performance.timeOrigin + performance.now();
 }
 
-/** Resident set size of a process, in MB, from /proc/<pid>/status. */
+/** Memory fields of /proc/<pid>/status, in MB. */
+function readStatusMb(pid: number | 'self', ...fields: string[]): number[] {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return fields.map((field) => {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status);
+    if (!match) throw new Error(`no ${field} for process ${pid}`);
+    return Number(match[1]) / 1024;
+  });
+}
+
+/** Resident set size of a process, in MB. */
 export function readRssMb(pid: number | 'self'): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(match[1]) / 1024;
+  return readStatusMb(pid, 'VmRSS')[0]!;
+}
+
+/**
+ * Of a process's resident set, in MB: `file`, the pages of files it maps (Node's binary, ICU data
+ * inside it, libraries), which depend only on what code and data it has touched; `anon`, its heap
+ * and other memory of its own, which moves with the garbage it holds at the moment.
+ */
+export function readRssSharesMb(pid: number): { anon: number; file: number } {
+  const [anon, file, shmem] = readStatusMb(pid, 'RssAnon', 'RssFile', 'RssShmem') as [number, number, number];
+  return { anon, file: file + shmem };
 }
 
 /** The peak resident set size of a process over its life (VmHWM), in MB. */
 export function readPeakRssMb(pid: number): number {
-  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no VmHWM for process ${pid}`);
-  return Number(match[1]) / 1024;
+  return readStatusMb(pid, 'VmHWM')[0]!;
 }
 
 /** The soft open-files limit of a process, from /proc/<pid>/limits. */

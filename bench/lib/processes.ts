@@ -6,6 +6,7 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseProcfile } from '../../src/cli/procfile.js';
 import { REDIS_URL } from './fixtures.js';
 import { requestJson } from './http.js';
 import { envFlag, log } from './run.js';
@@ -159,6 +160,12 @@ async function requireBuild(): Promise<void> {
   if (code !== 0) throw new Error(`npm run build failed (code ${code}):\n${output}`);
 }
 
+/** The node flags the Procfile runs a process type with (docs/operations.md#runtime): the bench measures processes as deployed. */
+function procfileNodeFlags(processType: 'web' | 'worker'): string[] {
+  const command = parseProcfile(readFileSync(`${PROJECT_ROOT}/Procfile`, 'utf8')).get(processType) ?? '';
+  return command.split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
 /**
  * The API as production runs it (`node dist/src/server.js`), its logs at `info` sent to /dev/null,
  * or appended to `stdoutFile`.
@@ -175,7 +182,7 @@ export async function startWebServer(options: {
   const profileDir = process.env.BENCH_WEB_CPU_PROF;
   return startNodeProcess({
     label: 'web',
-    args: [...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), 'dist/src/server.js'],
+    args: [...procfileNodeFlags('web'), ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), 'dist/src/server.js'],
     env: {
       NODE_ENV: 'production',
       PORT: String(options.port),
@@ -208,7 +215,7 @@ export function startWorker(options: {
   let started = false;
   return startNodeProcess({
     label: options.label,
-    args: options.args,
+    args: [...procfileNodeFlags('worker'), ...options.args],
     env: options.env,
     ...(stdoutFile ? { stdoutFile } : { onStdoutLine: (line: string) => (started ||= line.includes(WORKER_STARTED)) }),
     isReady: () =>
