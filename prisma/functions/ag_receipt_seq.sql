@@ -3,22 +3,27 @@
 -- from the chain head as it stands (in its row, or moved within a group-commit batch, see
 -- ag_append_audit_events). NULL when none carries one. The caller has taken the head
 -- (ag_take_chain_head), so it cannot move before the append; the settling write records the seq
--- in the same update, instead of updating the row a second time.
+-- in the same update, instead of updating the row a second time. The events (one or two) are
+-- looked at in a loop of plain expressions, which PL/pgSQL evaluates without starting a query.
 CREATE OR REPLACE FUNCTION ag_receipt_seq(p_org uuid, p_events jsonb, p_approval uuid)
 RETURNS bigint
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-  v_position bigint;
-  v_moved_head text := current_setting(ag_chain_head_setting(p_org), true);
+  v_position integer;
+  v_moved_head text;
 BEGIN
-  SELECT min(position) INTO v_position
-  FROM jsonb_array_elements(p_events) WITH ORDINALITY AS e(event, position)
-  WHERE jsonb_typeof(event->'webhook'->'data'->'receipt') = 'object'
-    AND event->'webhook'->'data'->>'approvalId' = p_approval::text;
+  FOR v_index IN 0 .. jsonb_array_length(p_events) - 1 LOOP
+    IF jsonb_typeof(p_events->v_index->'webhook'->'data'->'receipt') = 'object'
+       AND p_events->v_index->'webhook'->'data'->>'approvalId' = p_approval::text THEN
+      v_position := v_index + 1;
+      EXIT;
+    END IF;
+  END LOOP;
   IF v_position IS NULL THEN
     RETURN NULL;
   END IF;
+  v_moved_head := current_setting(ag_chain_head_setting(p_org), true);
   IF v_moved_head <> '' THEN
     RETURN split_part(v_moved_head, ':', 1)::bigint + v_position;
   END IF;
