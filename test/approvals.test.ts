@@ -58,6 +58,8 @@ describe('POST /v1/approvals', () => {
       votes: [],
     });
     expect(res.body.decidedAt).toBe(res.body.createdAt);
+    // The answer is made from what was written, not read back: it is what a read gives.
+    expect((await org.request('get', `/v1/approvals/${res.body.id}`).expect(200)).body).toEqual(res.body);
   });
 
   it('compares a JSON number with an integer literal at the boundary', async () => {

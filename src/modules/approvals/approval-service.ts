@@ -255,12 +255,8 @@ export class ApprovalService {
       const approved = await this.approveByStanding(tenant.orgId, approval.id);
       if (approved) return { created: true, approval: await this.view(approved) };
     }
-    // A creation the policy approved at once has its receipt: read back the event that settled it.
     const created = { ...approval, orgId: tenant.orgId };
-    return {
-      created: true,
-      approval: await this.view(approval.status === 'pending' ? created : await this.require(tenant.orgId, approval.id)),
-    };
+    return { created: true, approval: approval.status === 'pending' ? await this.view(created) : await this.viewAsSettled(created) };
   }
 
   /**
@@ -504,19 +500,12 @@ export class ApprovalService {
     this.afterCommit.outboxSignal.notify();
     // With a quorum of one, the first vote of the (last) stage settles the approval, so a vote that
     // settled it was the stage's only one, and the earlier stages' votes were all read: the approval
-    // as read, with this vote and its settlement, is what the database now holds, but for the seq of
-    // the event that settled it, which its receipt names (read only when receipts are signed). Under
-    // a larger quorum others may have voted since the read, so it is read again.
-    const signer = await this.receipts.receiptSigner();
-    const decided =
-      outcome === 'settled' && approval.quorum === 1
-        ? {
-            ...applySettlement(approval, settling.settlement),
-            votes: [...approval.votes, vote],
-            receiptSeq: signer ? await this.lookups.receiptSeq(orgId, id) : null,
-          }
-        : await this.require(orgId, id);
-    return toApprovalView(decided, signer);
+    // as read, with this vote and its settlement, is what the database now holds. Under a larger
+    // quorum others may have voted since the read, so it is read again.
+    if (outcome === 'settled' && approval.quorum === 1) {
+      return this.viewAsSettled({ ...applySettlement(approval, settling.settlement), votes: [...approval.votes, vote] });
+    }
+    return this.view(await this.require(orgId, id));
   }
 
   /**
@@ -669,6 +658,17 @@ export class ApprovalService {
 
   private async view(approval: Approval & { votes?: ApprovalView['votes'] }): Promise<ApprovalView> {
     return toApprovalView(approval, await this.receipts.receiptSigner());
+  }
+
+  /**
+   * The view of an approval this process has just settled (by a vote, or by its policy at creation),
+   * from what it wrote: the database holds the same, but for the seq of the event that settled it,
+   * which the receipt names, read only when receipts are signed.
+   */
+  private async viewAsSettled(approval: Approval & { votes?: ApprovalView['votes'] }): Promise<ApprovalView> {
+    const signer = await this.receipts.receiptSigner();
+    const receiptSeq = signer ? await this.lookups.receiptSeq(approval.orgId, approval.id) : null;
+    return toApprovalView({ ...approval, receiptSeq }, signer);
   }
 
   private async require(orgId: string, id: string): Promise<ApprovalRecord> {
