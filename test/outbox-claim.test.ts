@@ -16,7 +16,7 @@ function lastClaimPlan(plans: string[]): string {
   return plans.filter((plan) => plan.includes('Update on outbox_messages')).at(-1) ?? '';
 }
 
-describe("the outbox relay's claim", () => {
+describe("the outbox relay's claim and its lag", () => {
   let client: pg.Client;
   const plans: string[] = [];
 
@@ -60,5 +60,23 @@ describe("the outbox relay's claim", () => {
     const plan = lastClaimPlan(plans);
     expect(plan).toMatch(/Index Scan using outbox_messages_unrelayed_idx on outbox_messages/);
     expect(plan).not.toMatch(/Bitmap/);
+  });
+
+  it("measures the relay's lag from the oldest row waiting, read from the same index, however many wait", async () => {
+    // A relay that has stopped, after relaying all it had: a backlog, the oldest written ten minutes ago.
+    await client.query('UPDATE outbox_messages SET relayed_at = clock_timestamp() WHERE relayed_at IS NULL');
+    await client.query(
+      `INSERT INTO outbox_messages (org_id, event_id, event_type, created_at)
+       SELECT $1::uuid, gen_random_uuid(), 'approval.approved', clock_timestamp() - interval '600 seconds' + n * interval '1 millisecond'
+       FROM generate_series(1, $2::int) AS n`,
+      [org.orgId, RELAYED],
+    );
+    plans.length = 0;
+    const lag = await new OutboxStore(poolSql(client)).lagSeconds();
+    expect(lag).toBeGreaterThan(599);
+    expect(lag).toBeLessThan(630);
+    const plan = plans.find((explained) => explained.includes('outbox_messages')) ?? '';
+    expect(plan).toMatch(/Limit[\s\S]*Index Scan using outbox_messages_unrelayed_idx on outbox_messages/);
+    expect(plan).not.toMatch(/Aggregate|Seq Scan|Bitmap/);
   });
 });

@@ -79,11 +79,16 @@ export class OutboxStore {
     }));
   }
 
-  /** How long the oldest domain event not yet relayed has waited, in seconds; 0 when none waits. */
+  /**
+   * How long the oldest domain event not yet relayed has waited, in seconds; 0 when none waits.
+   * The oldest is the first in id order, one entry of the relay's own index: min(created_at) read
+   * every row waiting, at every scrape, and most of all when the relay has stopped and they pile up.
+   */
   async lagSeconds(): Promise<number> {
     const [row] = await this.sql.query<{ lag: number | null }>(
       'outbox-lag',
-      'SELECT extract(epoch FROM clock_timestamp() - min(created_at))::float8 AS lag FROM outbox_messages WHERE relayed_at IS NULL',
+      `SELECT extract(epoch FROM clock_timestamp() - created_at)::float8 AS lag FROM outbox_messages
+       WHERE relayed_at IS NULL ORDER BY id LIMIT 1`,
       [],
     );
     return row?.lag ?? 0;
