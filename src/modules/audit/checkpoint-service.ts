@@ -204,10 +204,10 @@ export class CheckpointService {
     const keyId = keyIdOf(publicKey);
     await this.data.db.$transaction(async (tx) => {
       await tx.$executeRaw`
-          INSERT INTO audit_signing_keys (key_id, public_key) VALUES (${keyId}, ${publicKey.export({ type: 'spki', format: 'pem' }).toString()})
-          ON CONFLICT (key_id) DO NOTHING`;
+        INSERT INTO audit_signing_keys (key_id, public_key) VALUES (${keyId}, ${publicKey.export({ type: 'spki', format: 'pem' }).toString()})
+        ON CONFLICT (key_id) DO NOTHING`;
       const [mine] = await tx.$queryRaw<Pick<AuditSigningKey, 'retiredAt'>[]>`
-          SELECT ${RETIRED_AT} FROM audit_signing_keys WHERE key_id = ${keyId}`;
+        SELECT ${RETIRED_AT} FROM audit_signing_keys WHERE key_id = ${keyId}`;
       if (mine?.retiredAt)
         throw new RetiredSigningKeyError(`The audit signing key ${keyId} was retired at ${mine.retiredAt.toISOString()}; make a new one.`);
       await tx.$executeRaw`UPDATE audit_signing_keys SET retired_at = clock_timestamp() WHERE key_id <> ${keyId} AND retired_at IS NULL`;
