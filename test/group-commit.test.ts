@@ -18,13 +18,13 @@ function orphanItem(orgId: string, action: string, overrides: Record<string, unk
   return { ...item, approval: { ...item.approval, ...overrides } };
 }
 
-/** An approving vote of the reviewer key on a new pending approval, as ApprovalWrites hands it to ag_write_batch. */
-async function approvingVote(overrides: Partial<Vote> = {}) {
-  const reviewer = { type: 'api_key' as const, id: org.reviewerKeyId };
-  const { body } = await org.request('post', '/v1/approvals').send({ action: 'vote', payload: {}, policyKey: 'no-policy' }).expect(201);
-  const approval = (await new ApprovalStore(env.services.db, env.services.sql, org.orgId).findById(body.id))!;
+/** An approving vote of the reviewer key on a new pending approval of `as`, as ApprovalWrites hands it to ag_write_batch. */
+async function approvingVote(overrides: Partial<Vote> = {}, as: TestOrg = org) {
+  const reviewer = { type: 'api_key' as const, id: as.reviewerKeyId };
+  const { body } = await as.request('post', '/v1/approvals').send({ action: 'vote', payload: {}, policyKey: 'no-policy' }).expect(201);
+  const approval = (await new ApprovalStore(env.services.db, env.services.sql, as.orgId).findById(body.id))!;
   const { vote, recorded, settling } = voteOn(approval, { verdict: 'approved' }, reviewer, new Date());
-  return voteItem(org.orgId, body.id as string, reviewer, 'api', { ...vote, ...overrides }, recorded, settling);
+  return voteItem(as.orgId, body.id as string, reviewer, 'api', { ...vote, ...overrides }, recorded, settling);
 }
 
 async function writeVotes(items: ReturnType<typeof voteItem>[]): Promise<string[]> {
@@ -57,6 +57,24 @@ describe('group commit', () => {
     expect(actions.sort()).toEqual(['elsewhere', 'first', 'last']);
     // The failed creation left no event behind: both chains are gap-free and recompute.
     for (const orgId of [org.orgId, other.orgId]) expect(chainProblem(await readChain(env.services.db, orgId))).toBeNull();
+  });
+
+  it('records in each approval the seq of the event that settled it, over the organizations of one batch', async () => {
+    // Three organizations, one of them twice: each head moves within the batch, named by its place in it.
+    const [second, third] = [await env.createOrg(), await env.createOrg()];
+    const items = [await approvingVote({}, second), await approvingVote(), await approvingVote({}, third), await approvingVote({}, second)];
+    expect(await writeVotes(items)).toEqual(['settled', 'settled', 'settled', 'settled']);
+    for (const item of items) {
+      const [row] = await env.services.sql.query<{ receiptSeq: string }>(
+        null,
+        'SELECT receipt_seq::text AS "receiptSeq" FROM approvals WHERE id = $1',
+        [item.id],
+      );
+      const chain = await readChain(env.services.db, item.orgId);
+      expect(chainProblem(chain)).toBeNull();
+      const settledBy = chain.find((event) => event.type === 'approval.approved' && event.data.approvalId === item.id)!;
+      expect(Number(row!.receiptSeq)).toBe(settledBy.seq);
+    }
   });
 
   it('commits the others of a batch when one of its votes fails, and answers each', async () => {
