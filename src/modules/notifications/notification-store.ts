@@ -1,5 +1,6 @@
 import { pickColumns, qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
+import { Batcher } from '../../lib/batcher.js';
 import { RetryLater } from '../../lib/job-retries.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ApprovalNotification } from '../../generated/prisma/client.js';
@@ -120,13 +121,37 @@ const POSTED_TEAMS_ACTIVITY_COLUMNS = selectList(
   ]) satisfies ColumnMap<PostedTeamsActivity>,
 );
 
-/** Per channel, the organizations of $1 it can reach someone in. */
-const ORGS_REACHED_THROUGH: Record<NotificationChannel, string> = {
-  email: `SELECT DISTINCT org_id AS "orgId" FROM members WHERE org_id = ANY ($1::uuid[]) AND email_notifications`,
-  slack: `SELECT org_id AS "orgId" FROM slack_integrations WHERE org_id = ANY ($1::uuid[])`,
-  teams: `SELECT org_id AS "orgId" FROM teams_integrations WHERE org_id = ANY ($1::uuid[])`,
-  push: `SELECT DISTINCT org_id AS "orgId" FROM push_subscriptions WHERE org_id = ANY ($1::uuid[])`,
+/** Per channel, the organizations of the array `param` names in which it can reach someone. */
+const ORGS_REACHED_THROUGH: Record<NotificationChannel, (param: string) => string> = {
+  email: (param) => `SELECT DISTINCT org_id AS "orgId" FROM members WHERE org_id = ANY (${param}::uuid[]) AND email_notifications`,
+  slack: (param) => `SELECT org_id AS "orgId" FROM slack_integrations WHERE org_id = ANY (${param}::uuid[])`,
+  teams: (param) => `SELECT org_id AS "orgId" FROM teams_integrations WHERE org_id = ANY (${param}::uuid[])`,
+  push: (param) => `SELECT DISTINCT org_id AS "orgId" FROM push_subscriptions WHERE org_id = ANY (${param}::uuid[])`,
 };
+
+interface ReachAsk {
+  channel: NotificationChannel;
+  orgIds: readonly string[];
+}
+
+/**
+ * The asks of one turn in one statement, a branch for each channel asked ($1 the organizations
+ * asked of the first, and so on), each row naming its channel; channels nobody asked are not read.
+ */
+async function orgsReached(sql: Sql, asks: ReachAsk[]): Promise<ReadonlySet<string>[]> {
+  const channels = [...new Set(asks.map((ask) => ask.channel))].sort();
+  const rows = await sql.query<{ channel: NotificationChannel; orgId: string }>(
+    `orgs-reached-through-${channels.join('-')}`,
+    channels
+      .map((channel, i) => `SELECT '${channel}' AS channel, "orgId" FROM (${ORGS_REACHED_THROUGH[channel](`$${i + 1}`)}) reached`)
+      .join(' UNION ALL '),
+    channels.map((channel) => [...new Set(asks.filter((ask) => ask.channel === channel).flatMap((ask) => ask.orgIds))]),
+  );
+  return asks.map(({ channel, orgIds }) => {
+    const asked = new Set(orgIds);
+    return new Set(rows.filter((row) => row.channel === channel && asked.has(row.orgId)).map((row) => row.orgId));
+  });
+}
 
 /**
  * approval_notifications: who was told about which approval on which channel. A notice is
@@ -134,15 +159,21 @@ const ORGS_REACHED_THROUGH: Record<NotificationChannel, string> = {
  * it again; see docs/members-and-channels.md for what that guarantees around a crash.
  */
 export class NotificationStore {
+  /**
+   * The consumers of one relayed batch ask in the same turn (mail, Slack, Teams and push of a new
+   * request; Slack and Teams of a settled one): one round trip for all of them, where a pass at
+   * low load relays a single event and paid one for each.
+   */
+  private readonly reached = new Batcher<ReachAsk, ReadonlySet<string>>((asks) => orgsReached(this.sql, asks));
+
   constructor(private readonly sql: Sql) {}
 
   /**
    * Of these organizations, those where `channel` can reach someone at all: a member taking email
    * notifications, a Slack workspace or Teams bot connected, a member's device subscribed to push.
    */
-  async orgsReachedThrough(channel: NotificationChannel, orgIds: readonly string[]): Promise<ReadonlySet<string>> {
-    const rows = await this.sql.query<{ orgId: string }>(`orgs-reached-through-${channel}`, ORGS_REACHED_THROUGH[channel], [orgIds]);
-    return new Set(rows.map((row) => row.orgId));
+  orgsReachedThrough(channel: NotificationChannel, orgIds: readonly string[]): Promise<ReadonlySet<string>> {
+    return this.reached.add({ channel, orgIds });
   }
 
   /**
