@@ -46,12 +46,17 @@ describe("the outbox relay's claim and its lag", () => {
       expect(claimed).toHaveLength(BATCH);
       await outbox.markRelayed(claimed.map((message) => message.id));
     }
-    await client.query(
-      `INSERT INTO outbox_messages (org_id, event_id, event_type) SELECT $1::uuid, gen_random_uuid(), 'approval.approved' FROM generate_series(1, 5)`,
+    const { rows: waiting } = await client.query<{ eventId: string }>(
+      `INSERT INTO outbox_messages (org_id, event_id, event_type) SELECT $1::uuid, gen_random_uuid(), 'approval.approved' FROM generate_series(1, 5)
+       RETURNING event_id AS "eventId"`,
       [org.orgId],
     );
     plans.length = 0;
-    expect(await outbox.claim(BATCH, 30_000)).toHaveLength(5);
+    // The claim reads the events it leased in the same statement, in outbox order.
+    const claimed = await outbox.claim(BATCH, 30_000);
+    expect(claimed.map(({ event }) => [event.id, event.type, event.orgId])).toEqual(
+      waiting.map(({ eventId }) => [eventId, 'approval.approved', org.orgId]),
+    );
     // An ordered scan of the partial index stops at the batch and marks the entries it finds dead,
     // so that later claims skip them; the bitmap scan of the full index on relayed_at went to the
     // heap for every dead version at every claim. The buffers either reads depend on what else

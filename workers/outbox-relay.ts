@@ -39,11 +39,11 @@ export class OutboxRelay {
 
   /** Relays one batch; returns how many outbox rows it handled. */
   async relayBatch(): Promise<number> {
-    const messages = await this.store.claim(this.options.batchSize, this.options.leaseMs);
-    if (messages.length === 0) return 0;
-    const ids = messages.map((message) => message.id);
+    const claimed = await this.store.claim(this.options.batchSize, this.options.leaseMs);
+    if (claimed.length === 0) return 0;
+    const ids = claimed.map((message) => message.id);
     try {
-      const events = await this.store.load(messages.map((message) => message.eventId));
+      const events = claimed.map((message) => message.event);
       await withTimeout(this.handOver(events), ENQUEUE_BATCH_TIMEOUT_MS, 'enqueueing relayed jobs');
     } catch (error) {
       // Leave the rows to the next poll instead of to the end of the lease.
@@ -51,7 +51,7 @@ export class OutboxRelay {
       throw error;
     }
     await this.store.markRelayed(ids);
-    return messages.length;
+    return claimed.length;
   }
 
   private async handOver(events: readonly DomainEvent[]): Promise<void> {

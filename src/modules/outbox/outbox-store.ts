@@ -1,12 +1,15 @@
-import { pickColumns, qualified, selectList, type ColumnMap, type PgRow } from '../../data/columns.js';
+import { qualified, selectList, type ColumnMap } from '../../data/columns.js';
 import type { Sql } from '../../data/database.js';
-import type { OutboxMessage } from '../../generated/prisma/client.js';
 import { AUDIT_EVENT_COLUMNS } from '../audit/audit-columns.js';
 import type { Actor, DomainEventType } from '../audit/audit-events.js';
 import type { DomainEvent } from './domain-events.js';
 import { OUTBOX_MESSAGE_COLUMNS } from './outbox-columns.js';
 
-export type ClaimedMessage = PgRow<Pick<OutboxMessage, 'id' | 'eventId'>>;
+/** A leased outbox row (`id`, to mark it relayed) and the domain event it publishes. */
+export interface ClaimedEvent {
+  id: string;
+  event: DomainEvent;
+}
 
 interface DomainEventRow {
   id: string;
@@ -18,8 +21,6 @@ interface DomainEventRow {
   data: string | null;
   body: { data?: Record<string, unknown> } | null;
 }
-
-const CLAIMED_COLUMNS = selectList(pickColumns(OUTBOX_MESSAGE_COLUMNS, ['id', 'eventId']));
 
 const outbox = qualified('o', OUTBOX_MESSAGE_COLUMNS);
 const audit = qualified('a', AUDIT_EVENT_COLUMNS);
@@ -34,49 +35,63 @@ const DOMAIN_EVENT_COLUMNS = selectList({
   body: outbox.body,
 } satisfies ColumnMap<DomainEventRow>);
 
-/** An outbox row with the audit event it points at, or its own body for an event outside the chain. */
-const SELECT_DOMAIN_EVENTS = `
-  SELECT ${DOMAIN_EVENT_COLUMNS}
-  FROM outbox_messages o
-  LEFT JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
-  WHERE o.event_id = ANY ($1::uuid[])
-  ORDER BY o.id`;
+/**
+ * The outbox rows of `o` with the audit events they point at, or their own body for an event
+ * outside the chain, in outbox order; `extra` leads the columns.
+ */
+function selectDomainEvents(extra: string): string {
+  return `SELECT ${extra}${DOMAIN_EVENT_COLUMNS}
+    FROM o LEFT JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
+    ORDER BY o.id`;
+}
+
+function domainEvent(row: DomainEventRow): DomainEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    orgId: row.orgId,
+    seq: row.seq === null ? null : Number(row.seq),
+    actor: row.actor === null ? null : (JSON.parse(row.actor) as Actor),
+    createdAt: row.createdAt,
+    data: row.data === null ? (row.body?.data ?? {}) : (JSON.parse(row.data) as Record<string, unknown>),
+  };
+}
 
 /** Domain events on their way from the outbox to their consumers. */
 export class OutboxStore {
   constructor(private readonly sql: Sql) {}
 
   /**
-   * Leases up to `limit` unrelayed rows, oldest first. SKIP LOCKED and the lease let any number
+   * Leases up to `limit` unrelayed rows, oldest first, and reads their events with them (one
+   * round trip: at low load a pass relays a single event). SKIP LOCKED and the lease let any number
    * of relays run side by side; a relay that dies leaves its lease to expire, not a lost row.
    */
-  claim(limit: number, leaseMs: number): Promise<ClaimedMessage[]> {
-    return this.sql.query<ClaimedMessage>(
+  async claim(limit: number, leaseMs: number): Promise<ClaimedEvent[]> {
+    const rows = await this.sql.query<DomainEventRow & { outboxId: string }>(
       'outbox-claim',
-      `UPDATE outbox_messages SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
-       WHERE id IN (
-         SELECT id FROM outbox_messages
-         WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
-         ORDER BY id
-         LIMIT $1
-         FOR UPDATE SKIP LOCKED)
-       RETURNING ${CLAIMED_COLUMNS}`,
+      `WITH o AS (
+         UPDATE outbox_messages SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
+         WHERE id IN (
+           SELECT id FROM outbox_messages
+           WHERE relayed_at IS NULL AND (claimed_until IS NULL OR claimed_until < clock_timestamp())
+           ORDER BY id
+           LIMIT $1
+           FOR UPDATE SKIP LOCKED)
+         RETURNING *)
+       ${selectDomainEvents(`${outbox.id} AS "outboxId", `)}`,
       [limit, leaseMs],
     );
+    return rows.map((row) => ({ id: row.outboxId, event: domainEvent(row) }));
   }
 
   /** The domain events of these ids, in outbox order; unknown ids are left out. */
   async load(eventIds: readonly string[]): Promise<DomainEvent[]> {
-    const rows = await this.sql.query<DomainEventRow>('domain-events', SELECT_DOMAIN_EVENTS, [eventIds]);
-    return rows.map((row) => ({
-      id: row.id,
-      type: row.type,
-      orgId: row.orgId,
-      seq: row.seq === null ? null : Number(row.seq),
-      actor: row.actor === null ? null : (JSON.parse(row.actor) as Actor),
-      createdAt: row.createdAt,
-      data: row.data === null ? (row.body?.data ?? {}) : (JSON.parse(row.data) as Record<string, unknown>),
-    }));
+    const rows = await this.sql.query<DomainEventRow>(
+      'domain-events',
+      `WITH o AS (SELECT * FROM outbox_messages WHERE event_id = ANY ($1::uuid[])) ${selectDomainEvents('')}`,
+      [eventIds],
+    );
+    return rows.map(domainEvent);
   }
 
   /**
