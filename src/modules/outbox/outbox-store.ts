@@ -12,6 +12,8 @@ export interface ClaimedEvent {
 }
 
 interface DomainEventRow {
+  /** The outbox row's own id. */
+  outboxId: string;
   id: string;
   type: DomainEventType;
   orgId: string;
@@ -25,6 +27,7 @@ interface DomainEventRow {
 const outbox = qualified('o', OUTBOX_MESSAGE_COLUMNS);
 const audit = qualified('a', AUDIT_EVENT_COLUMNS);
 const DOMAIN_EVENT_COLUMNS = selectList({
+  outboxId: outbox.id,
   id: outbox.eventId,
   type: outbox.eventType,
   orgId: outbox.orgId,
@@ -36,14 +39,13 @@ const DOMAIN_EVENT_COLUMNS = selectList({
 } satisfies ColumnMap<DomainEventRow>);
 
 /**
- * The outbox rows of `o` with the audit events they point at, or their own body for an event
- * outside the chain, in outbox order; `extra` leads the columns.
+ * The outbox rows of a relation named `o` (a WITH clause of the statement) with the audit events
+ * they point at, or their own body for an event outside the chain, in outbox order.
  */
-function selectDomainEvents(extra: string): string {
-  return `SELECT ${extra}${DOMAIN_EVENT_COLUMNS}
-    FROM o LEFT JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
-    ORDER BY o.id`;
-}
+const SELECT_DOMAIN_EVENTS_OF_O = `
+  SELECT ${DOMAIN_EVENT_COLUMNS}
+  FROM o LEFT JOIN audit_events a ON a.org_id = o.org_id AND a.seq = o.audit_seq
+  ORDER BY o.id`;
 
 function domainEvent(row: DomainEventRow): DomainEvent {
   return {
@@ -67,7 +69,7 @@ export class OutboxStore {
    * of relays run side by side; a relay that dies leaves its lease to expire, not a lost row.
    */
   async claim(limit: number, leaseMs: number): Promise<ClaimedEvent[]> {
-    const rows = await this.sql.query<DomainEventRow & { outboxId: string }>(
+    const rows = await this.sql.query<DomainEventRow>(
       'outbox-claim',
       `WITH o AS (
          UPDATE outbox_messages SET claimed_until = clock_timestamp() + $2 * interval '1 millisecond'
@@ -78,7 +80,7 @@ export class OutboxStore {
            LIMIT $1
            FOR UPDATE SKIP LOCKED)
          RETURNING *)
-       ${selectDomainEvents(`${outbox.id} AS "outboxId", `)}`,
+       ${SELECT_DOMAIN_EVENTS_OF_O}`,
       [limit, leaseMs],
     );
     return rows.map((row) => ({ id: row.outboxId, event: domainEvent(row) }));
@@ -88,7 +90,7 @@ export class OutboxStore {
   async load(eventIds: readonly string[]): Promise<DomainEvent[]> {
     const rows = await this.sql.query<DomainEventRow>(
       'domain-events',
-      `WITH o AS (SELECT * FROM outbox_messages WHERE event_id = ANY ($1::uuid[])) ${selectDomainEvents('')}`,
+      `WITH o AS (SELECT * FROM outbox_messages WHERE event_id = ANY ($1::uuid[])) ${SELECT_DOMAIN_EVENTS_OF_O}`,
       [eventIds],
     );
     return rows.map(domainEvent);
