@@ -6,6 +6,7 @@ import { voteOn } from '../src/modules/approvals/approval-transitions.js';
 import type { Creation } from '../src/modules/approvals/approval-types.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { NotificationStore } from '../src/modules/notifications/notification-store.js';
+import { DeliveryStore } from '../src/modules/webhooks/delivery-store.js';
 import { orphanCreation } from './support/orphans.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
 
@@ -104,5 +105,53 @@ describe('query plans, while the statistics say there are no approvals', () => {
       2,
     );
     expect(plans[0], plans[0]).not.toMatch(/Seq Scan/);
+  });
+});
+
+describe('query plans, while the pending deliveries index is full of finished ones', () => {
+  let session: { client: pg.Client; plans: string[] };
+  let freshEventId: string;
+
+  beforeAll(async () => {
+    session = await explainingSession();
+    const { client } = session;
+    // Finished deliveries leave their entries in the partial index of pending ones until a vacuum
+    // removes them: autovacuum comes late on a large table, and never here.
+    await client.query('ALTER TABLE webhook_deliveries SET (autovacuum_enabled = false)');
+    await client.query(
+      `INSERT INTO webhook_endpoints (id, org_id, url, events, secret)
+       VALUES (gen_random_uuid(), $1, 'https://hooks.example.com/plans', ARRAY['approval.approved'], 'unused')`,
+      [org.orgId],
+    );
+    await client.query(
+      `INSERT INTO outbox_messages (org_id, event_id, event_type, body, relayed_at)
+       SELECT $1, gen_random_uuid(), 'approval.approved', '{}', now() FROM generate_series(1, 5001)`,
+      [org.orgId],
+    );
+    await client.query(
+      `INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, next_attempt_at)
+       SELECT gen_random_uuid(), o.org_id, e.id, o.event_id, o.event_type, now()
+       FROM outbox_messages o JOIN webhook_endpoints e ON e.org_id = o.org_id AND o.event_type = ANY (e.events) WHERE o.org_id = $1`,
+      [org.orgId],
+    );
+    const { rows } = await client.query<{ eventId: string }>(
+      `DELETE FROM webhook_deliveries WHERE id = (SELECT id FROM webhook_deliveries WHERE org_id = $1 LIMIT 1) RETURNING event_id AS "eventId"`,
+      [org.orgId],
+    );
+    freshEventId = rows[0]!.eventId;
+    await client.query(
+      `UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = 1, next_attempt_at = NULL, completed_at = now()`,
+    );
+  });
+  afterAll(() => session.client.end());
+
+  it("the relay's fan-out reads an event's deliveries by the event, not through the pending ones", async () => {
+    session.plans.length = 0;
+    const pending = await new DeliveryStore(env.services.db, poolSql(session.client)).fanOut([freshEventId]);
+    expect(pending).toHaveLength(1);
+    const plans = session.plans.filter((plan) => /Scan .*on webhook_deliveries\b/.test(plan));
+    expect(plans).toHaveLength(1);
+    expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) webhook_deliveries_event_id_endpoint_id_key/);
+    expect(plans[0], plans[0]).not.toMatch(/webhook_deliveries_pending_next_attempt_at_idx/);
   });
 });
