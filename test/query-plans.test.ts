@@ -6,6 +6,7 @@ import { voteOn } from '../src/modules/approvals/approval-transitions.js';
 import type { Creation } from '../src/modules/approvals/approval-types.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { NotificationStore } from '../src/modules/notifications/notification-store.js';
+import { ReminderStore } from '../src/modules/notifications/reminder-store.js';
 import { DeliveryStore } from '../src/modules/webhooks/delivery-store.js';
 import { orphanCreation } from './support/orphans.js';
 import { useTestEnv, type TestEnv, type TestOrg } from './support/test-env.js';
@@ -80,6 +81,15 @@ describe('query plans, while the statistics say there are no approvals', () => {
     const plans = approvalPlans(session.plans);
     expect(plans).toHaveLength(4);
     for (const plan of plans) expect(plan, plan).toMatch(/Index Scan using approvals_pkey on approvals/);
+  });
+
+  it('scheduling reminders reads its approvals by primary key', async () => {
+    session.plans.length = 0;
+    await new ReminderStore(poolSql(session.client)).schedule(creations.slice(0, 3).map(({ approval }) => approval.id));
+    const plans = approvalPlans(session.plans);
+    expect(plans).toHaveLength(1);
+    expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) approvals_pkey/);
+    expect(plans[0], plans[0]).not.toMatch(/approvals_org_id_policy_key_created_at_id_idx|approvals_pending_expires_at_idx/);
   });
 
   it('the expiry sweeper walks the index of pending deadlines, in deadline order', async () => {
