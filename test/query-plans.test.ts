@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConsumerTaskStore } from '../src/consumers/consumer-task-store.js';
 import { poolSql } from '../src/data/database.js';
 import { ApprovalLookups, ApprovalStore } from '../src/modules/approvals/approval-store.js';
 import { voteOn } from '../src/modules/approvals/approval-transitions.js';
 import type { Creation } from '../src/modules/approvals/approval-types.js';
+import type { DomainEvent } from '../src/modules/outbox/domain-events.js';
 import { creationItem, voteItem } from '../src/modules/approvals/approval-writes.js';
 import { NotificationStore } from '../src/modules/notifications/notification-store.js';
 import { ReminderStore } from '../src/modules/notifications/reminder-store.js';
@@ -163,5 +166,31 @@ describe('query plans, while the pending deliveries index is full of finished on
     expect(plans).toHaveLength(1);
     expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) webhook_deliveries_event_id_endpoint_id_key/);
     expect(plans[0], plans[0]).not.toMatch(/webhook_deliveries_pending_next_attempt_at_idx/);
+  });
+});
+
+describe('query plans, while the index of consumer tasks by status is full of finished ones', () => {
+  let session: { client: pg.Client; plans: string[] };
+
+  beforeAll(async () => {
+    session = await explainingSession();
+    const { client } = session;
+    await client.query('ALTER TABLE consumer_tasks SET (autovacuum_enabled = false)');
+    await client.query(
+      `INSERT INTO consumer_tasks (event_id, consumer, org_id) SELECT gen_random_uuid(), 'approval-mail', $1 FROM generate_series(1, 5000)`,
+      [org.orgId],
+    );
+    await client.query(`UPDATE consumer_tasks SET status = 'done', completed_at = now()`);
+  });
+  afterAll(() => session.client.end());
+
+  it("recording a consumer's tasks reads them by event and consumer", async () => {
+    session.plans.length = 0;
+    const event = { id: randomUUID(), orgId: org.orgId } as DomainEvent;
+    expect(await new ConsumerTaskStore(poolSql(session.client)).create('approval-mail', [event])).toEqual([event.id]);
+    const plans = session.plans.filter((plan) => /Scan .*on consumer_tasks\b/.test(plan));
+    expect(plans).toHaveLength(1);
+    expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) consumer_tasks_pkey/);
+    expect(plans[0], plans[0]).not.toMatch(/consumer_tasks_status_created_at_idx|Seq Scan on consumer_tasks/);
   });
 });

@@ -28,7 +28,10 @@ export class ConsumerTaskStore {
 
   /**
    * Records a pending task per event (a task that exists already is kept as it is) and returns the
-   * ids of the events whose task for this consumer is still pending: those need a job.
+   * ids of the events whose task for this consumer is still pending: those need a job. Earlier
+   * tasks are read by their key alone (a materialized CTE): left to weigh the status test, the
+   * planner read every entry the status index holds under `pending`, those of the tasks finished
+   * since the last vacuum included.
    */
   async create(consumer: string, events: readonly DomainEvent[]): Promise<string[]> {
     const rows = await this.sql.query<Pick<ConsumerTask, 'eventId'>>(
@@ -38,10 +41,11 @@ export class ConsumerTaskStore {
          INSERT INTO consumer_tasks (event_id, consumer, org_id)
          SELECT event_id, $1, org_id FROM given
          ON CONFLICT (event_id, consumer) DO NOTHING
-         RETURNING event_id)
+         RETURNING event_id),
+       earlier AS MATERIALIZED (SELECT event_id, status FROM consumer_tasks WHERE consumer = $1 AND event_id = ANY ($2::uuid[]))
        SELECT ${EVENT_ID} FROM created
        UNION
-       SELECT t.event_id FROM consumer_tasks t JOIN given g USING (event_id) WHERE t.consumer = $1 AND t.status = 'pending'`,
+       SELECT event_id FROM earlier WHERE status = 'pending'`,
       [consumer, events.map((event) => event.id), events.map((event) => event.orgId)],
     );
     return rows.map((row) => row.eventId);
