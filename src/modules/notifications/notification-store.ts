@@ -147,10 +147,9 @@ async function orgsReached(sql: Sql, asks: ReachAsk[]): Promise<ReadonlySet<stri
       .join(' UNION ALL '),
     channels.map((channel) => [...new Set(asks.filter((ask) => ask.channel === channel).flatMap((ask) => ask.orgIds))]),
   );
-  return asks.map(({ channel, orgIds }) => {
-    const asked = new Set(orgIds);
-    return new Set(rows.filter((row) => row.channel === channel && asked.has(row.orgId)).map((row) => row.orgId));
-  });
+  const reachedIn = new Map(channels.map((channel) => [channel, new Set<string>()]));
+  for (const row of rows) reachedIn.get(row.channel)!.add(row.orgId);
+  return asks.map(({ channel, orgIds }) => new Set(orgIds.filter((orgId) => reachedIn.get(channel)!.has(orgId))));
 }
 
 /**
