@@ -36,8 +36,8 @@ async function explainingSession(): Promise<{ client: pg.Client; plans: string[]
   return { client, plans };
 }
 
-/** The plans of statements over `approvals` among those explained. */
-const approvalPlans = (plans: string[]) => plans.filter((plan) => /(Update on|Scan .*on) approvals\b/.test(plan));
+/** The plans of statements that read or update `table`, among those explained. */
+const plansOver = (plans: string[], table: string) => plans.filter((plan) => new RegExp(`(Update on|Scan .*on) ${table}\\b`).test(plan));
 
 describe('query plans, while the statistics say there are no approvals', () => {
   let session: { client: pg.Client; plans: string[] };
@@ -65,7 +65,7 @@ describe('query plans, while the statistics say there are no approvals', () => {
       JSON.stringify([voteItem(org.orgId, approval.id, reviewer, 'api', vote, recorded, settling)]),
     ]);
     expect(rows[0]!.outcomes).toEqual(['settled']);
-    const plans = approvalPlans(session.plans);
+    const plans = plansOver(session.plans, 'approvals');
     // The vote's lock, the foreign key check of its vote, and the settlement, which records its receipt's seq too.
     expect(plans).toHaveLength(3);
     for (const plan of plans) expect(plan, plan).toMatch(/Index Scan using approvals_pkey on approvals/);
@@ -81,7 +81,7 @@ describe('query plans, while the statistics say there are no approvals', () => {
       await new ApprovalStore(env.services.db, sql, org.orgId).voteRefusal(id, { type: 'api_key', id: org.reviewerKeyId }, 'api'),
     ).toBeNull();
     await new NotificationStore(sql).entitledMembers(org.orgId, id, 'email');
-    const plans = approvalPlans(session.plans);
+    const plans = plansOver(session.plans, 'approvals');
     expect(plans).toHaveLength(4);
     for (const plan of plans) expect(plan, plan).toMatch(/Index Scan using approvals_pkey on approvals/);
   });
@@ -89,7 +89,7 @@ describe('query plans, while the statistics say there are no approvals', () => {
   it('scheduling reminders reads its approvals by primary key', async () => {
     session.plans.length = 0;
     await new ReminderStore(poolSql(session.client)).schedule(creations.slice(0, 3).map(({ approval }) => approval.id));
-    const plans = approvalPlans(session.plans);
+    const plans = plansOver(session.plans, 'approvals');
     expect(plans).toHaveLength(1);
     expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) approvals_pkey/);
     expect(plans[0], plans[0]).not.toMatch(/approvals_org_id_policy_key_created_at_id_idx|approvals_pending_expires_at_idx/);
@@ -101,7 +101,7 @@ describe('query plans, while the statistics say there are no approvals', () => {
     // A grace below zero puts the cut-off after the deadlines (600 s ahead), so every one is overdue.
     const overdue = await ApprovalStore.findOverdue(sql, -700_000, 10);
     expect(overdue).toHaveLength(10);
-    const plans = approvalPlans(session.plans);
+    const plans = plansOver(session.plans, 'approvals');
     expect(plans).toHaveLength(1);
     expect(plans[0], plans[0]).toMatch(/Index Scan using approvals_pending_expires_at_idx on approvals/);
   });
@@ -112,7 +112,7 @@ describe('query plans, while the statistics say there are no approvals', () => {
     const { due, nextInMs } = await ApprovalStore.dueDeadlines(sql, null, 10);
     expect(due).toEqual([]);
     expect(nextInMs).toBeGreaterThan(500_000);
-    const plans = approvalPlans(session.plans);
+    const plans = plansOver(session.plans, 'approvals');
     expect(plans).toHaveLength(1);
     expect(plans[0]!.match(/Index (Only )?Scan( Backward)? using approvals_pending_expires_at_idx on approvals/g), plans[0]).toHaveLength(
       2,
@@ -162,7 +162,7 @@ describe('query plans, while the pending deliveries index is full of finished on
     session.plans.length = 0;
     const pending = await new DeliveryStore(env.services.db, poolSql(session.client)).fanOut([freshEventId]);
     expect(pending).toHaveLength(1);
-    const plans = session.plans.filter((plan) => /Scan .*on webhook_deliveries\b/.test(plan));
+    const plans = plansOver(session.plans, 'webhook_deliveries');
     expect(plans).toHaveLength(1);
     expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) webhook_deliveries_event_id_endpoint_id_key/);
     expect(plans[0], plans[0]).not.toMatch(/webhook_deliveries_pending_next_attempt_at_idx/);
@@ -188,7 +188,7 @@ describe('query plans, while the index of consumer tasks by status is full of fi
     session.plans.length = 0;
     const event = { id: randomUUID(), orgId: org.orgId } as DomainEvent;
     expect(await new ConsumerTaskStore(poolSql(session.client)).create('approval-mail', [event])).toEqual([event.id]);
-    const plans = session.plans.filter((plan) => /Scan .*on consumer_tasks\b/.test(plan));
+    const plans = plansOver(session.plans, 'consumer_tasks');
     expect(plans).toHaveLength(1);
     expect(plans[0], plans[0]).toMatch(/Index Scan (using|on) consumer_tasks_pkey/);
     expect(plans[0], plans[0]).not.toMatch(/consumer_tasks_status_created_at_idx|Seq Scan on consumer_tasks/);
