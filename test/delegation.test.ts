@@ -112,6 +112,45 @@ describe('a delegate decides in the place of a member who is away', () => {
     await alice.request('delete', '/v1/members/me/delegation').expect(200);
   });
 
+  it('decides nothing once the delegate is made a viewer, while the delegation still runs: neither in a session nor with a key', async () => {
+    const other = await env.createOrg();
+    // The stand-in is an admin the policy does not name, so that it may make a key of its own.
+    const [away, standIn] = await Promise.all([
+      createMember(env, other, 'reviewer'),
+      createMember(env, other, 'admin'),
+      createMember(env, other, 'admin'), // so that the stand-in is not the last admin
+    ]);
+    await other
+      .request('put', '/v1/policies/away-only')
+      .send({ reviewers: { roles: [], members: [away.email] } })
+      .expect(200);
+    await away
+      .request('put', '/v1/members/me/delegation')
+      .send({ delegateId: standIn.id, endsAt: hours(24) })
+      .expect(200);
+    const minted = await standIn
+      .request('post', '/v1/keys')
+      .send({ scopes: ['approvals:decide'] })
+      .expect(201);
+    const byKey = (id: string) =>
+      env.http.post(`/v1/approvals/${id}/decision`).set('authorization', `Bearer ${minted.body.secret}`).send({ verdict: 'approved' });
+    const request = async () =>
+      (
+        await other
+          .request('post', '/v1/approvals')
+          .send({ action: 'pay', payload: { amount: 10 }, policyKey: 'away-only' })
+          .expect(201)
+      ).body.id as string;
+    await byKey(await request()).expect(200);
+    await decide(standIn, await request()).expect(200);
+
+    await other.request('patch', `/v1/members/${standIn.id}`).send({ role: 'viewer' }).expect(200);
+    const id = await request();
+    await byKey(id).expect(401);
+    expect((await decide(standIn, id).expect(403)).body.code).toBe('forbidden');
+    expect((await other.request('get', `/v1/approvals/${id}`).expect(200)).body.status).toBe('pending');
+  });
+
   it('is among the members told of a request (mail, push, reminders), as the member is', async () => {
     await delegate(alice, { delegateId: dave.id, endsAt: hours(1) }).expect(200);
     const id = await pending('alice-only');
