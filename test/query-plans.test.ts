@@ -21,9 +21,10 @@ useTestEnv((created) => ({ env, org } = created));
 /**
  * A session of its own whose every statement, those inside our SQL functions included, has its
  * plan sent back as a notice (auto_explain), planned as a prepared statement is once it has run
- * a few times (a generic plan, which PL/pgSQL keeps for the session).
+ * a few times (a generic plan, which PL/pgSQL keeps for the session). Autovacuum is off on `table`:
+ * what the test leaves there, its statistics and its dead index entries stay as the test made them.
  */
-async function explainingSession(): Promise<{ client: pg.Client; plans: string[] }> {
+async function explainingSession(table: string): Promise<{ client: pg.Client; plans: string[] }> {
   const client = new pg.Client({ connectionString: env.config.DATABASE_URL });
   await client.connect();
   const plans: string[] = [];
@@ -33,6 +34,7 @@ async function explainingSession(): Promise<{ client: pg.Client; plans: string[]
     `SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
      SET client_min_messages = log; SET plan_cache_mode = force_generic_plan`,
   );
+  await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
   return { client, plans };
 }
 
@@ -44,10 +46,9 @@ describe('query plans, while the statistics say there are no approvals', () => {
   let creations: Creation[];
 
   beforeAll(async () => {
-    session = await explainingSession();
     // Statistics that lag behind, as for a new tenant or a fresh deployment: taken while the table
     // was empty, and not again while one organization's pending approvals pile up.
-    await session.client.query('ALTER TABLE approvals SET (autovacuum_enabled = false)');
+    session = await explainingSession('approvals');
     await session.client.query('ANALYZE approvals');
     creations = Array.from({ length: 5000 }, (_, i) => orphanCreation(org.keyId, `pay-${i}`, 600));
     await session.client.query("SELECT ag_write_batch('create', $1::jsonb)", [
@@ -126,11 +127,10 @@ describe('query plans, while the pending deliveries index is full of finished on
   let freshEventId: string;
 
   beforeAll(async () => {
-    session = await explainingSession();
-    const { client } = session;
     // Finished deliveries leave their entries in the partial index of pending ones until a vacuum
     // removes them: autovacuum comes late on a large table, and never here.
-    await client.query('ALTER TABLE webhook_deliveries SET (autovacuum_enabled = false)');
+    session = await explainingSession('webhook_deliveries');
+    const { client } = session;
     await client.query(
       `INSERT INTO webhook_endpoints (id, org_id, url, events, secret)
        VALUES (gen_random_uuid(), $1, 'https://hooks.example.com/plans', ARRAY['approval.approved'], 'unused')`,
@@ -173,9 +173,8 @@ describe('query plans, while the index of consumer tasks by status is full of fi
   let session: { client: pg.Client; plans: string[] };
 
   beforeAll(async () => {
-    session = await explainingSession();
+    session = await explainingSession('consumer_tasks');
     const { client } = session;
-    await client.query('ALTER TABLE consumer_tasks SET (autovacuum_enabled = false)');
     await client.query(
       `INSERT INTO consumer_tasks (event_id, consumer, org_id) SELECT gen_random_uuid(), 'approval-mail', $1 FROM generate_series(1, 5000)`,
       [org.orgId],
