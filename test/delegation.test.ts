@@ -36,8 +36,8 @@ afterAll(async () => {
   await env?.close();
 });
 
-async function pending(policyKey: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const res = await org
+async function pending(policyKey: string, extra: Record<string, unknown> = {}, at: TestOrg = org): Promise<string> {
+  const res = await at
     .request('post', '/v1/approvals')
     .send({ action: 'pay', payload: { amount: 10 }, policyKey, ...extra })
     .expect(201);
@@ -124,28 +124,18 @@ describe('a delegate decides in the place of a member who is away', () => {
       .request('put', '/v1/policies/away-only')
       .send({ reviewers: { roles: [], members: [away.email] } })
       .expect(200);
-    await away
-      .request('put', '/v1/members/me/delegation')
-      .send({ delegateId: standIn.id, endsAt: hours(24) })
-      .expect(200);
+    await delegate(away, { delegateId: standIn.id, endsAt: hours(24) }).expect(200);
     const minted = await standIn
       .request('post', '/v1/keys')
       .send({ scopes: ['approvals:decide'] })
       .expect(201);
     const byKey = (id: string) =>
       env.http.post(`/v1/approvals/${id}/decision`).set('authorization', `Bearer ${minted.body.secret}`).send({ verdict: 'approved' });
-    const request = async () =>
-      (
-        await other
-          .request('post', '/v1/approvals')
-          .send({ action: 'pay', payload: { amount: 10 }, policyKey: 'away-only' })
-          .expect(201)
-      ).body.id as string;
-    await byKey(await request()).expect(200);
-    await decide(standIn, await request()).expect(200);
+    await byKey(await pending('away-only', {}, other)).expect(200);
+    await decide(standIn, await pending('away-only', {}, other)).expect(200);
 
     await other.request('patch', `/v1/members/${standIn.id}`).send({ role: 'viewer' }).expect(200);
-    const id = await request();
+    const id = await pending('away-only', {}, other);
     await byKey(id).expect(401);
     expect((await decide(standIn, id).expect(403)).body.code).toBe('forbidden');
     expect((await other.request('get', `/v1/approvals/${id}`).expect(200)).body.status).toBe('pending');

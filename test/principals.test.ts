@@ -69,6 +69,32 @@ describe('every key has an owner', () => {
     expect(principalKey(session.principal)).toBe(`user:${admin.id}`);
   });
 
+  it('ag_principal_of resolves each kind of key: a member’s with their email and role now, a service key’s child to the service key, an unknown key to itself', async () => {
+    const admin = await createMember(env, org, 'admin');
+    const bySession = await mint(admin.request, ['approvals:read', 'keys:write']);
+    const service = await serviceKey(['approvals:read', 'keys:write']);
+    const byService = await mint(service.request, ['approvals:read']);
+    // null as SQL's NULL, not JSON's.
+    const principalOf = async (actor: object | null) =>
+      (
+        await env.services.sql.query<{ principal: unknown }>(null, 'SELECT ag_principal_of($1::jsonb) AS principal', [
+          actor && JSON.stringify(actor),
+        ])
+      )[0]!.principal;
+    const key = (id: string) => ({ type: 'api_key', id });
+    expect(await principalOf(key(bySession.id))).toEqual({ type: 'user', id: admin.id, email: admin.email, role: 'admin' });
+    expect(await principalOf(key(service.id))).toEqual(key(service.id));
+    expect(await principalOf(key(byService.id))).toEqual(key(service.id));
+    const nobodys = crypto.randomUUID();
+    expect(await principalOf(key(nobodys))).toEqual(key(nobodys));
+    const member = { type: 'user', id: admin.id, email: admin.email };
+    expect(await principalOf(member)).toEqual(member);
+    expect(await principalOf(null)).toBeNull();
+
+    await org.request('patch', `/v1/members/${admin.id}`).send({ role: 'reviewer' }).expect(200);
+    expect(await principalOf(key(bySession.id))).toMatchObject({ type: 'user', id: admin.id, role: 'reviewer' });
+  });
+
   it('a CLI key is its own principal; a key made in a session is the member’s; one made by a key is that key’s principal', async () => {
     const admin = await createMember(env, org, 'admin');
     const listed = async () =>

@@ -1,17 +1,18 @@
 -- The principal an actor stands for (docs/members-and-channels.md#principals): credentials are how
 -- people and services reach the API, not voters of their own. A member and every key they own are
 -- the member; a service key and every key it made are the service key. Owners are stored resolved
--- (api_keys.owner_type, owner_id): one lookup of the key, and one of its owner. A key made before owners existed whose
--- maker nobody recorded (owner_unknown), and a key it made, stand for nobody known: such a
--- principal is never taken for a service key (docs/members-and-channels.md#keys-made-before-owners).
+-- (api_keys.owner_type, owner_id): one lookup of the key, and one of its owner. A key made before
+-- owners existed whose maker nobody recorded (owner_unknown), and a key it made, stand for nobody
+-- known: such a principal is never taken for a service key
+-- (docs/members-and-channels.md#keys-made-before-owners).
 --   p_actor: {"type":"api_key","id"}, or {"type":"user","id",...} (a member, returned as given), or null
 -- Returns {"type":"user","id","email","role"} for a key a member owns (email and role read now;
 -- both null once the member is removed), {"type":"api_key","id"} for a service key, and
 -- {"type":"unattributed","id"} for a key whose owner is unknown, naming the key to attribute.
 -- PL/pgSQL rather than SQL: a vote resolves principals two or three times, and PostgreSQL plans a
 -- SQL function that is not inlined again at every call, where PL/pgSQL keeps its plans for the
--- session. The owner is looked up only in the table its kind names: one join of all three tables
--- cost three times as much, the executor starting each of its scans at every call.
+-- session. The owner is looked up only in the table its kind names, not joined: the executor
+-- starts every scan of a join at every call, whether the key's kind needs that table or not.
 CREATE OR REPLACE FUNCTION ag_principal_of(p_actor jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE PARALLEL SAFE
