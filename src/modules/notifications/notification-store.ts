@@ -147,9 +147,8 @@ async function orgsReached(sql: Sql, asks: ReachAsk[]): Promise<ReadonlySet<stri
       .join(' UNION ALL '),
     channels.map((channel) => [...new Set(asks.filter((ask) => ask.channel === channel).flatMap((ask) => ask.orgIds))]),
   );
-  const reachedIn = new Map(channels.map((channel) => [channel, new Set<string>()]));
-  for (const row of rows) reachedIn.get(row.channel)!.add(row.orgId);
-  return asks.map(({ channel, orgIds }) => new Set(orgIds.filter((orgId) => reachedIn.get(channel)!.has(orgId))));
+  const reached = new Set(rows.map((row) => `${row.channel}/${row.orgId}`));
+  return asks.map(({ channel, orgIds }) => new Set(orgIds.filter((orgId) => reached.has(`${channel}/${orgId}`))));
 }
 
 /**
