@@ -110,17 +110,22 @@ async function decisionTarget(name: string, dbUrl: string, orgs: BenchOrg[]): Pr
 
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 
-/** The web process's cumulative group-commit histogram of creations or votes: batches per `le` bucket. */
-async function batchSizeBuckets(operation: 'create' | 'vote'): Promise<Map<string, number>> {
+/**
+ * The web process's cumulative group-commit figures for creations or votes: batches per `le`
+ * bucket of their size, and the seconds its statements have been in flight.
+ */
+async function groupCommitTotals(operation: 'create' | 'vote'): Promise<{ buckets: Map<string, number>; inFlightSeconds: number }> {
   const response = await fetch(`http://${HOST}:${API_PORT}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   const buckets = new Map<string, number>();
+  let inFlightSeconds = 0;
   for (const line of (await response.text()).split('\n')) {
-    const match = new RegExp(
-      `^approval_gate_write_batch_size_bucket\\{(?=[^}]*operation="${operation}")[^}]*le="([^"]+)"[^}]*\\} (\\d+)`,
-    ).exec(line);
-    if (match) buckets.set(match[1]!, Number(match[2]));
+    if (!line.includes(`operation="${operation}"`)) continue;
+    const bucket = /^approval_gate_write_batch_size_bucket\{[^}]*le="([^"]+)"[^}]*\} (\d+)/.exec(line);
+    if (bucket) buckets.set(bucket[1]!, Number(bucket[2]));
+    const seconds = /^approval_gate_write_batch_seconds_sum\{[^}]*\} ([\d.e+-]+)/.exec(line);
+    if (seconds) inFlightSeconds = Number(seconds[1]);
   }
-  return buckets;
+  return { buckets, inFlightSeconds };
 }
 
 /** Batches by size range, and the share of requests that shared their commit, from cumulative bucket counts. */
@@ -188,13 +193,25 @@ runBenchmark('bench:creation', (RUNS * MEASUREMENTS_PER_RUN * (WARMUP_S + DURATI
   ].filter((scenario) => SCENARIO_FILTER.length === 0 || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
 
   const ceilingRuns: Measurement[] = [];
-  const scenarioRuns = scenarios.map(() => ({ runs: [] as Measurement[], ratios: [] as number[], batches: new Map<string, number>() }));
+  const scenarioRuns = scenarios.map(() => ({
+    runs: [] as Measurement[],
+    ratios: [] as number[],
+    batches: new Map<string, number>(),
+    inFlightSeconds: 0,
+    wallSeconds: 0,
+  }));
   const measureScenario = async (scenario: Scenario, i: number) => {
-    const before = await batchSizeBuckets(scenario.operation);
+    const before = await groupCommitTotals(scenario.operation);
+    const started = performance.now();
     const measured = await scenario.measure();
-    for (const [bucket, count] of await batchSizeBuckets(scenario.operation)) {
-      scenarioRuns[i]!.batches.set(bucket, (scenarioRuns[i]!.batches.get(bucket) ?? 0) + count - (before.get(bucket) ?? 0));
+    const wallSeconds = (performance.now() - started) / 1000;
+    const after = await groupCommitTotals(scenario.operation);
+    const totals = scenarioRuns[i]!;
+    for (const [bucket, count] of after.buckets) {
+      totals.batches.set(bucket, (totals.batches.get(bucket) ?? 0) + count - (before.buckets.get(bucket) ?? 0));
     }
+    totals.inFlightSeconds += after.inFlightSeconds - before.inFlightSeconds;
+    totals.wallSeconds += wallSeconds;
     return measured;
   };
   for (let run = 1; run <= RUNS; run++) {
@@ -212,6 +229,7 @@ runBenchmark('bench:creation', (RUNS * MEASUREMENTS_PER_RUN * (WARMUP_S + DURATI
     scenario: scenario.name,
     ...summarize(scenarioRuns[i]!.runs, scenarioRuns[i]!.ratios),
     writeBatches: Object.fromEntries(scenarioRuns[i]!.batches),
+    writeInFlightShare: round(scenarioRuns[i]!.inFlightSeconds / scenarioRuns[i]!.wallSeconds, 3),
   }));
   const rows = [{ scenario: ceilingTarget.name, ...ceiling }, ...results];
 
@@ -250,7 +268,10 @@ runBenchmark('bench:creation', (RUNS * MEASUREMENTS_PER_RUN * (WARMUP_S + DURATI
     console.log(`  ${r.scenario}: ${perProcess.join(', ')}`);
   }
   console.log('\nCreations or votes written per commit (group commit), over all runs:');
-  for (const r of results) console.log(`  ${r.scenario}: ${describeBatches(new Map(Object.entries(r.writeBatches)))}`);
+  for (const r of results) {
+    const inFlight = `its statement in flight ${round(r.writeInFlightShare * 100, 1)}% of the time`;
+    console.log(`  ${r.scenario}: ${describeBatches(new Map(Object.entries(r.writeBatches)))}; ${inFlight}`);
+  }
 
   console.log(
     JSON.stringify({

@@ -194,6 +194,9 @@ describe('group commit', () => {
       const single = value('approval_gate_write_batch_size_bucket{', 'le="1"', 'operation="create"');
       const all = value('approval_gate_write_batch_size_count{', 'operation="create"');
       expect(all).toBeGreaterThan(single);
+      // Every batch is timed too, from its start to its answer.
+      expect(value('approval_gate_write_batch_seconds_count{', 'operation="create"')).toBe(all);
+      expect(value('approval_gate_write_batch_seconds_sum{', 'operation="create"')).toBeGreaterThan(0);
     } finally {
       await env.close();
     }

@@ -5,13 +5,19 @@ interface Pending<Item, Result> {
   reject: (error: unknown) => void;
 }
 
+/** One batch as run: how many calls it held, and the seconds from its start to its answer. */
+export interface BatchRun {
+  size: number;
+  seconds: number;
+}
+
 export interface GroupCommitOptions {
   /** Items one batch takes at most. */
   maxBatch: number;
   /** Batches running at once; calls beyond wait and join the next batch. */
   maxInFlight: number;
-  /** Told the size of every batch as it starts: how many calls share a commit. */
-  onBatch?: (size: number) => void;
+  /** Told of every batch once it is answered or has failed: how many calls shared its commit, and how long it ran. */
+  onBatch?: (batch: BatchRun) => void;
   /**
    * A call still queued this long after it was submitted is refused with `error()` instead of run:
    * when the database is slow or gone, a backlog is shed with an answer that says "retry" rather
@@ -63,7 +69,6 @@ export class GroupCommit<Item, Result> {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight++;
-      this.options.onBatch?.(batch.length);
       void this.runBatch(batch);
     }
   }
@@ -78,6 +83,7 @@ export class GroupCommit<Item, Result> {
 
   private async runBatch(batch: Pending<Item, Result>[]): Promise<void> {
     let answered: { results: Result[] } | { error: unknown };
+    const started = performance.now();
     try {
       const results = await this.run(batch.map((entry) => entry.item));
       if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} was answered ${results.length} times`);
@@ -85,6 +91,7 @@ export class GroupCommit<Item, Result> {
     } catch (error) {
       answered = { error };
     }
+    this.options.onBatch?.({ size: batch.length, seconds: (performance.now() - started) / 1000 });
     // The slot goes to the calls queued meanwhile before this batch's callers go on: answered
     // first, their continuations would be queued ahead of the next batch's start.
     this.inFlight--;

@@ -91,6 +91,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly writeBatchSeconds = new Histogram({
+    name: 'approval_gate_write_batch_seconds',
+    help: 'How long one group-commit statement ran, from its start to its answer, by operation. Its sum grows by nearly a second a second while writes wait on the one statement in flight.',
+    labelNames: ['operation'] as const,
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+
   readonly longPollWaiters = new Gauge({
     name: 'approval_gate_long_poll_waiters',
     help: 'Requests of this web process waiting on an approval (GET /v1/approvals/:id?wait=).',

@@ -173,7 +173,10 @@ export class ApprovalService {
     this.standing = new StandingApprovalStore(data.sql, data.db);
     this.writes = new ApprovalWrites(data.sql, {
       ...limits.writeBatch,
-      onBatch: (operation, size) => afterCommit.metrics.writeBatchSize.observe({ operation }, size),
+      onBatch: (operation, { size, seconds }) => {
+        afterCommit.metrics.writeBatchSize.observe({ operation }, size);
+        afterCommit.metrics.writeBatchSeconds.observe({ operation }, seconds);
+      },
     });
   }
 

@@ -1,5 +1,5 @@
 import type { Sql } from '../../data/database.js';
-import { GroupCommit, type GroupCommitOptions } from '../../lib/group-commit.js';
+import { GroupCommit, type BatchRun, type GroupCommitOptions } from '../../lib/group-commit.js';
 import { serializeAuditEvent, type AuditEventDraft } from '../audit/audit-events.js';
 import type { DecisionChannel } from '../policies/policy-schemas.js';
 import { toApprovalRecord, type CreateOutcome, type MonthlyQuota } from './approval-store.js';
@@ -103,7 +103,7 @@ export class ApprovalWrites {
 
   constructor(
     sql: Sql,
-    { onBatch, ...options }: Omit<GroupCommitOptions, 'onBatch'> & { onBatch(operation: WriteKind, size: number): void },
+    { onBatch, ...options }: Omit<GroupCommitOptions, 'onBatch'> & { onBatch(operation: WriteKind, batch: BatchRun): void },
   ) {
     const groupCommit = <Item>(kind: WriteKind) =>
       new GroupCommit<Item, string>(
@@ -114,7 +114,7 @@ export class ApprovalWrites {
           ]);
           return row!.outcomes;
         },
-        { ...options, onBatch: (size) => onBatch(kind, size) },
+        { ...options, onBatch: (batch) => onBatch(kind, batch) },
       );
     this.creations = groupCommit('create');
     this.votes = groupCommit('vote');
