@@ -1,6 +1,6 @@
 // What ag_write_batch costs PostgreSQL per item, without HTTP or Node in the way: batches of
 // creations (pending, one event each; auto-approved, two) and of deciding votes (each settles a
-// pending approval: two events), of one organization or spread over several, written one after
+// pending approval: one event), of one organization or spread over several, written one after
 // another by one session, with the backend's CPU time per item and, from
 // pg_stat_user_functions, the time spent in each of our SQL functions per kind of write.
 //
