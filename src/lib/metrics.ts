@@ -93,7 +93,7 @@ export class Metrics {
 
   readonly writeBatchSeconds = new Histogram({
     name: 'approval_gate_write_batch_seconds',
-    help: 'How long one group-commit statement ran, from its start to its answer, by operation. Its sum grows by nearly a second a second while writes wait on the one statement in flight.',
+    help: 'How long one group-commit statement ran, from its start to its answer, by operation. The rate of its sum is how many run at once on average: near WRITE_BATCH_IN_FLIGHT, every write waits its turn.',
     labelNames: ['operation'] as const,
     buckets: SECONDS,
     registers: [this.registry],
