@@ -1,7 +1,7 @@
 import { setImmediate as endOfTurn, setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '../src/lib/errors.js';
-import { GroupCommit } from '../src/lib/group-commit.js';
+import { GroupCommit, type BatchRun } from '../src/lib/group-commit.js';
 
 /** A batch runner the test releases by hand, as a database that stopped answering would be. */
 function heldRunner() {
@@ -48,6 +48,31 @@ describe('group commit batches', () => {
     expect(await first.then(() => structuredClone(runner.batches))).toEqual([[1], [2]]);
     runner.releaseAll();
     expect(await queued).toBe(20);
+  });
+});
+
+describe('group commit batches as told', () => {
+  it('tells of each batch once it is answered or has failed, with its size and how long it ran', async () => {
+    const runner = heldRunner();
+    const told: BatchRun[] = [];
+    const writes = new GroupCommit(runner.run, { maxBatch: 10, maxInFlight: 1, onBatch: (batch) => told.push(batch) });
+    const answered = [writes.submit(1), writes.submit(2)];
+    await endOfTurn();
+    await sleep(50);
+    expect(told).toEqual([]);
+    runner.releaseAll();
+    expect(await Promise.all(answered)).toEqual([10, 20]);
+    expect(told).toEqual([{ size: 2, seconds: expect.any(Number) }]);
+    expect(told[0]!.seconds).toBeGreaterThanOrEqual(0.045);
+
+    const failing = new GroupCommit<number, number>(
+      async () => {
+        throw new Error('the database went away');
+      },
+      { maxBatch: 10, maxInFlight: 1, onBatch: (batch) => told.push(batch) },
+    );
+    await expect(failing.submit(3)).rejects.toThrow('the database went away');
+    expect(told.at(-1)).toEqual({ size: 1, seconds: expect.any(Number) });
   });
 });
 
