@@ -9,6 +9,9 @@
 -- fails leaves the head where it was.
 -- An event that settles an approval (its webhook carries a receipt) is the one its receipt names:
 -- the settling write records its seq on the approval beforehand (ag_receipt_seq).
+-- Returns the seq of the last event appended. The events are walked by index, in plain
+-- expressions, and the write paths of a batch assign the answer (see ag_take_chain_head), so that
+-- an append starts no query of its own besides its two inserts.
 CREATE OR REPLACE FUNCTION ag_append_audit_events(p_org uuid, p_events jsonb)
 RETURNS bigint
 LANGUAGE plpgsql
@@ -32,7 +35,8 @@ BEGIN
     END IF;
   END IF;
 
-  FOR v_event IN SELECT value FROM jsonb_array_elements(p_events) LOOP
+  FOR v_index IN 0 .. coalesce(jsonb_array_length(p_events), 0) - 1 LOOP
+    v_event := p_events->v_index;
     v_seq := v_seq + 1;
     v_created_at := (v_event->>'createdAt')::timestamptz;
     v_next_hash := ag_audit_hash(v_hash, ag_audit_canonical(
@@ -49,7 +53,7 @@ BEGIN
   END LOOP;
 
   IF v_deferred_setting IS NOT NULL THEN
-    PERFORM set_config(v_deferred_setting, v_seq || ':' || v_hash, true);
+    v_moved_head := set_config(v_deferred_setting, v_seq || ':' || v_hash, true);
   ELSE
     UPDATE audit_chain_heads SET seq = v_seq, hash = v_hash WHERE org_id = p_org;
   END IF;

@@ -22,13 +22,15 @@ RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
+  v_took_head boolean;
+  v_last_seq bigint;
   v_approval approvals;
   v_voter jsonb := ag_principal_of(p_voter); -- resolved once: for the rules and for the key the vote counts under
   v_refusal text;
   v_approve_votes integer;
   v_next jsonb;
 BEGIN
-  PERFORM ag_take_chain_head(p_org);
+  v_took_head := ag_take_chain_head(p_org);
   -- By primary key: the organization by IS NOT DISTINCT FROM, which no index serves (see oneApproval
   -- in approval-store.ts: a plan made on lagging statistics may otherwise walk the organization).
   SELECT * INTO v_approval FROM approvals WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org FOR UPDATE;
@@ -59,7 +61,7 @@ BEGIN
       SELECT count(*) INTO v_approve_votes FROM approval_votes
       WHERE approval_id = p_id AND verdict = 'approved' AND stage = v_approval.stage;
       IF v_approve_votes < v_approval.quorum THEN
-        PERFORM ag_append_audit_events(p_org, p_recorded_events);
+        v_last_seq := ag_append_audit_events(p_org, p_recorded_events);
         RETURN 'recorded';
       END IF;
     END IF;
@@ -74,7 +76,7 @@ BEGIN
       IF NOT FOUND THEN
         RAISE EXCEPTION 'approval % reached its deadline while the vote was cast', p_id USING ERRCODE = 'AG409';
       END IF;
-      PERFORM ag_append_audit_events(p_org, p_advanced_events);
+      v_last_seq := ag_append_audit_events(p_org, p_advanced_events);
       RETURN 'advanced';
     END IF;
   END IF;

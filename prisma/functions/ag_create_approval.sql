@@ -16,12 +16,14 @@ RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
+  v_took_head boolean;
+  v_last_seq bigint;
   v_id uuid;
   v_org uuid := (p_approval->>'org_id')::uuid;
   v_revision uuid;
   v_stages jsonb;
 BEGIN
-  PERFORM ag_take_chain_head(v_org);
+  v_took_head := ag_take_chain_head(v_org);
   SELECT revision, stages INTO v_revision, v_stages FROM policies WHERE org_id = v_org AND key = p_approval->>'policy_key';
   IF v_revision IS DISTINCT FROM p_policy_revision THEN
     RETURN 'stale_policy';
@@ -49,7 +51,7 @@ BEGIN
     END IF;
   END IF;
 
-  PERFORM ag_append_audit_events(v_org, p_events);
+  v_last_seq := ag_append_audit_events(v_org, p_events);
   RETURN 'created';
 END
 $$;

@@ -5,9 +5,13 @@
 -- of versions of itself that nothing can prune before the commit, and every later read of that
 -- organization's head wades through them, which slows the creations of one organization far
 -- below those of many.
+-- PL/pgSQL: as a SQL function (a SELECT with a FROM, which is never inlined) its body was parsed
+-- and planned again at every batch.
 CREATE OR REPLACE FUNCTION ag_defer_chain_heads(p_orgs uuid[])
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-  SELECT NULL::void FROM set_config('ag.deferred_heads', array_to_string(p_orgs, ','), true)
+BEGIN
+  PERFORM set_config('ag.deferred_heads', array_to_string(p_orgs, ','), true);
+END
 $$;

@@ -15,11 +15,13 @@ RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
+  v_took_head boolean;
+  v_last_seq bigint;
   v_approval approvals;
   v_changes approvals;
   v_key text := p_revision->'entry'->>'idempotencyKey';
 BEGIN
-  PERFORM ag_take_chain_head(p_org);
+  v_took_head := ag_take_chain_head(p_org);
   -- By primary key, as in ag_cast_vote.
   SELECT * INTO v_approval FROM approvals WHERE id = p_id AND org_id IS NOT DISTINCT FROM p_org FOR UPDATE;
   IF NOT FOUND THEN
@@ -62,7 +64,7 @@ BEGIN
     shadow_outcome = v_changes.shadow_outcome,
     revisions = v_approval.revisions || jsonb_build_array(p_revision->'entry')
   WHERE id = p_id;
-  PERFORM ag_append_audit_events(p_org, p_events);
+  v_last_seq := ag_append_audit_events(p_org, p_events);
   RETURN 'revised';
 END
 $$;

@@ -10,11 +10,14 @@ CREATE OR REPLACE FUNCTION ag_settle_approval(p_org uuid, p_id uuid, p_changes j
 RETURNS boolean
 LANGUAGE plpgsql
 AS $$
+DECLARE
+  v_took_head boolean;
+  v_last_seq bigint;
 BEGIN
   IF p_deadline NOT IN ('before', 'reached') THEN
     RAISE EXCEPTION 'p_deadline must be before or reached, not %', p_deadline;
   END IF;
-  PERFORM ag_take_chain_head(p_org);
+  v_took_head := ag_take_chain_head(p_org);
 
   UPDATE approvals SET
     status       = (p_changes->>'status')::"ApprovalStatus",
@@ -39,7 +42,7 @@ BEGIN
     RETURN false;
   END IF;
 
-  PERFORM ag_append_audit_events(p_org, p_events);
+  v_last_seq := ag_append_audit_events(p_org, p_events);
   RETURN true;
 END
 $$;
