@@ -129,11 +129,17 @@ describe('group commit', () => {
     const head = async () =>
       (await client.query<{ seq: string; hash: string }>('SELECT seq, hash FROM audit_chain_heads WHERE org_id = $1', [orgId])).rows[0]!;
     const append = (action: string) =>
-      client.query('SELECT ag_append_audit_events($1, $2::jsonb)', [orgId, JSON.stringify(orphanItem(orgId, action).events)]);
+      client.query<{ seq: string }>('SELECT ag_append_audit_events($1, $2::jsonb) AS seq', [
+        orgId,
+        JSON.stringify(orphanItem(orgId, action).events),
+      ]);
+    const takeHead = async () => (await client.query<{ took: boolean }>('SELECT ag_take_chain_head($1) AS took', [orgId])).rows[0]!.took;
     try {
       const before = await head();
       await client.query('BEGIN');
       await client.query('SELECT ag_lock_chain_heads($1), ag_defer_chain_heads($1)', [[orgId]]);
+      // The batch holds the head: a write path's ag_take_chain_head does not take it again.
+      expect(await takeHead()).toBe(false);
       await append('kept');
       await client.query('SAVEPOINT item');
       await append('rolled back');
@@ -149,10 +155,15 @@ describe('group commit', () => {
       expect(chain.filter((event) => event.type === 'approval.created').map((event) => event.data.action)).toEqual(['kept', 'kept too']);
       expect(await head()).toEqual({ seq: String(chain.at(-1)!.seq), hash: chain.at(-1)!.hash });
 
-      // Outside a batch, in the same session, an append writes the row again.
-      await append('single');
+      // Outside a batch, in the same session, the head is taken again and an append writes the row,
+      // answering the seq of its last event.
+      await client.query('BEGIN');
+      expect(await takeHead()).toBe(true);
+      const appended = (await append('single')).rows[0]!.seq;
+      await client.query('COMMIT');
       const after = await readChain(env.services.db, orgId);
       expect(chainProblem(after)).toBeNull();
+      expect(appended).toBe(String(after.at(-1)!.seq));
       expect(await head()).toEqual({ seq: String(after.at(-1)!.seq), hash: after.at(-1)!.hash });
     } finally {
       await client.end();
